@@ -1,0 +1,308 @@
+//! Building messages into a reusable buffer or a caller's slice.
+
+use crate::wire::{HEADER_LEN, MAGIC, VERSION_1};
+use crate::{Error, Schema};
+
+/// Where a builder writes. `Vec<u8>` grows; [`SliceStorage`] fails with
+/// [`Error::BufferFull`] at its end.
+pub trait Storage {
+    fn as_slice(&self) -> &[u8];
+    fn as_mut_slice(&mut self) -> &mut [u8];
+    /// Empties the storage. PERF: must keep capacity, or reuse allocates.
+    fn clear(&mut self);
+    /// Appends `n` zero bytes; false when there is no room.
+    fn extend_zeroed(&mut self, n: usize) -> bool;
+    /// Appends `data`; false when there is no room.
+    fn extend_from(&mut self, data: &[u8]) -> bool;
+    /// Total room, for error messages.
+    fn capacity(&self) -> usize;
+}
+
+impl Storage for Vec<u8> {
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self
+    }
+    fn clear(&mut self) {
+        Vec::clear(self)
+    }
+    fn extend_zeroed(&mut self, n: usize) -> bool {
+        self.resize(self.len() + n, 0);
+        true
+    }
+    fn extend_from(&mut self, data: &[u8]) -> bool {
+        self.extend_from_slice(data);
+        true
+    }
+    fn capacity(&self) -> usize {
+        usize::MAX
+    }
+}
+
+/// A caller-provided slice used as build storage: never allocates.
+pub struct SliceStorage<'s> {
+    buf: &'s mut [u8],
+    len: usize,
+}
+
+impl Storage for SliceStorage<'_> {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+    fn extend_zeroed(&mut self, n: usize) -> bool {
+        match self.buf.get_mut(self.len..self.len.saturating_add(n)) {
+            Some(s) => {
+                s.fill(0);
+                self.len += n;
+                true
+            }
+            None => false,
+        }
+    }
+    fn extend_from(&mut self, data: &[u8]) -> bool {
+        match self.buf.get_mut(self.len..self.len.saturating_add(data.len())) {
+            Some(s) => {
+                s.copy_from_slice(data);
+                self.len += data.len();
+                true
+            }
+            None => false,
+        }
+    }
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Builds one message at a time into its storage.
+///
+/// PERF: [`Builder::root`] clears the storage but keeps its capacity, so once
+/// a message of a given shape has been built, building another of the same
+/// shape performs no allocation. Errors (only possible over a slice) are
+/// sticky and reported by `finish`.
+pub struct Builder<S: Storage = Vec<u8>> {
+    buf: S,
+    version: u16,
+    flags: u16,
+    error: Option<Error>,
+}
+
+impl Default for Builder<Vec<u8>> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder<Vec<u8>> {
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+    /// A builder whose first message of up to `cap` bytes allocates once, here.
+    pub fn with_capacity(cap: usize) -> Self {
+        Builder { buf: Vec::with_capacity(cap), version: VERSION_1, flags: 0, error: None }
+    }
+}
+
+impl<'s> Builder<SliceStorage<'s>> {
+    /// A builder writing into `buf`; it never allocates.
+    pub fn over(buf: &'s mut [u8]) -> Self {
+        Builder { buf: SliceStorage { buf, len: 0 }, version: VERSION_1, flags: 0, error: None }
+    }
+}
+
+impl<S: Storage> Builder<S> {
+    /// Version to write in the header (1 unless asked; 2 has the same data segment).
+    pub fn set_version(&mut self, version: u16) -> &mut Self {
+        self.version = version;
+        self
+    }
+    /// Flags to write in the header; the high byte is the message type.
+    pub fn set_flags(&mut self, flags: u16) -> &mut Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Starts a new message whose root is a `T`, discarding the previous one.
+    pub fn root<T: Schema>(&mut self) -> T::Builder<'_, S> {
+        let pos = self.start_root(T::SIZE);
+        T::builder(StructBuilder { b: self, pos, size: T::SIZE })
+    }
+
+    /// Starts a new message with an untyped root struct of `size` bytes.
+    pub fn root_struct(&mut self, size: usize) -> StructBuilder<'_, S> {
+        let pos = self.start_root(size);
+        StructBuilder { b: self, pos, size }
+    }
+
+    fn start_root(&mut self, size: usize) -> usize {
+        self.buf.clear();
+        self.error = None;
+        self.reserve(HEADER_LEN + size);
+        HEADER_LEN
+    }
+
+    fn fail_full(&mut self, extra: usize) {
+        if self.error.is_none() {
+            let needed = self.buf.as_slice().len().saturating_add(extra);
+            self.error = Some(Error::BufferFull { needed, capacity: self.buf.capacity() });
+        }
+    }
+
+    fn reserve(&mut self, n: usize) -> Option<usize> {
+        let at = self.buf.as_slice().len();
+        if self.buf.extend_zeroed(n) {
+            Some(at)
+        } else {
+            self.fail_full(n);
+            None
+        }
+    }
+
+    fn pad_to(&mut self, align: usize) -> Option<()> {
+        let len = self.buf.as_slice().len();
+        let pad = len.next_multiple_of(align) - len;
+        if pad > 0 {
+            self.reserve(pad)?;
+        }
+        Some(())
+    }
+
+    /// Appends `data` aligned to `align`; the absolute position, or None when full.
+    fn append(&mut self, data: &[u8], align: usize) -> Option<usize> {
+        self.pad_to(align)?;
+        let at = self.buf.as_slice().len();
+        if self.buf.extend_from(data) {
+            Some(at)
+        } else {
+            self.fail_full(data.len());
+            None
+        }
+    }
+
+    #[inline]
+    fn write_at(&mut self, pos: usize, data: &[u8]) {
+        if let Some(dst) = self.buf.as_mut_slice().get_mut(pos..pos + data.len()) {
+            dst.copy_from_slice(data);
+        }
+    }
+
+    /// Writes the header and returns the finished message.
+    pub fn finish(&mut self) -> Result<&[u8], Error> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let len = self.buf.as_slice().len();
+        let size = u32::try_from(len).map_err(|_| Error::MessageTooLarge { len })?;
+        let mut header = [0u8; HEADER_LEN];
+        header[0..4].copy_from_slice(&MAGIC);
+        header[4..6].copy_from_slice(&self.version.to_le_bytes());
+        header[6..8].copy_from_slice(&self.flags.to_le_bytes());
+        header[8..12].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        header[12..16].copy_from_slice(&size.to_le_bytes());
+        self.write_at(0, &header);
+        Ok(self.buf.as_slice())
+    }
+}
+
+/// Writes the fields of one struct. Generated builders wrap this.
+pub struct StructBuilder<'b, S: Storage> {
+    b: &'b mut Builder<S>,
+    pos: usize,
+    size: usize,
+}
+
+impl<'b, S: Storage> StructBuilder<'b, S> {
+    /// Writes a little-endian scalar at offset `off` of the fixed section.
+    #[inline]
+    pub fn set_scalar<const N: usize>(&mut self, off: usize, le: [u8; N]) {
+        debug_assert!(off + N <= self.size, "scalar past struct end");
+        self.b.write_at(self.pos + off, &le);
+    }
+
+    /// Copies an inline byte array into the fixed section.
+    #[inline]
+    pub fn set_array(&mut self, off: usize, data: &[u8]) {
+        debug_assert!(off + data.len() <= self.size, "array past struct end");
+        self.b.write_at(self.pos + off, data);
+    }
+
+    fn set_slot(&mut self, off: usize, target: usize, count: usize) {
+        let slot = self.pos + off;
+        let (Ok(rel), Ok(count)) = (u32::try_from(target - slot), u32::try_from(count)) else {
+            self.b.error.get_or_insert(Error::MessageTooLarge { len: target.saturating_add(count) });
+            return;
+        };
+        self.b.write_at(slot, &rel.to_le_bytes());
+        self.b.write_at(slot + 4, &count.to_le_bytes());
+    }
+
+    /// Appends `data` (copied once, here) and points the `{rel, len}` slot at `off` to it.
+    /// `align` is the element alignment, `count` the element count written in the slot.
+    pub fn set_var(&mut self, off: usize, data: &[u8], align: usize, count: usize) {
+        if data.is_empty() {
+            // NOTE: an empty value is written as a null pointer; readers give
+            // back an empty slice either way.
+            self.set_slot_null(off);
+            return;
+        }
+        if let Some(at) = self.b.append(data, align) {
+            self.set_slot(off, at, count);
+        }
+    }
+
+    fn set_slot_null(&mut self, off: usize) {
+        self.b.write_at(self.pos + off, &[0u8; 8]);
+    }
+
+    /// Appends a list of `count` elements of `elem` bytes each, written by `fill`
+    /// in place, and points the slot at `off` to it.
+    pub fn set_list_with(&mut self, off: usize, elem: usize, count: usize, fill: impl FnOnce(&mut [u8])) {
+        if count == 0 {
+            self.set_slot_null(off);
+            return;
+        }
+        if self.b.pad_to(elem.max(1)).is_none() {
+            return;
+        }
+        let len = elem * count;
+        let Some(at) = self.b.reserve(len) else { return };
+        if let Some(dst) = self.b.buf.as_mut_slice().get_mut(at..at + len) {
+            fill(dst);
+        }
+        self.set_slot(off, at, count);
+    }
+
+    /// Appends a zeroed nested struct of `size` bytes (8-aligned), points the
+    /// 4-byte slot at `off` to it, and returns a builder for it.
+    pub fn child(&mut self, off: usize, size: usize) -> StructBuilder<'_, S> {
+        let slot = self.pos + off;
+        let pos = match self.b.pad_to(8).and_then(|_| self.b.reserve(size)) {
+            Some(at) => {
+                match u32::try_from(at - slot) {
+                    Ok(rel) => self.b.write_at(slot, &rel.to_le_bytes()),
+                    Err(_) => {
+                        self.b.error.get_or_insert(Error::MessageTooLarge { len: at });
+                    }
+                }
+                at
+            }
+            // A full slice: writes to the child fall outside the storage and are dropped;
+            // `finish` reports the error.
+            None => usize::MAX / 2,
+        };
+        StructBuilder { b: self.b, pos, size }
+    }
+
+    /// Writes the header and returns the finished message.
+    pub fn finish(self) -> Result<&'b [u8], Error> {
+        self.b.finish()
+    }
+}

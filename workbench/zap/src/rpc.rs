@@ -1,0 +1,432 @@
+//! RPC over framed ZAP envelopes, with promise pipelining.
+//!
+//! A client numbers its calls 1, 2, …; each call may name as `target` the
+//! promise of an earlier call on the same connection. The server runs calls
+//! in arrival order per connection, so when a dependent call arrives its
+//! target has already run: the server hands the target's stored result to the
+//! dependent handler, and a chain of n dependent calls costs one round trip.
+//!
+//! Answers stay in a per-connection table until the client sends `finish`
+//! (method [`FINISH`], target = the promise to release). The table is bounded
+//! by [`Limits::max_promises`]; a call over the limit is answered with
+//! [`status::TOO_MANY`] and not stored, so a client that never finishes costs
+//! bounded memory.
+
+use crate::frame::{BufPool, FrameError, FrameReader, FrameWriter, DEFAULT_MAX_FRAME};
+use crate::messages::{Request, Response};
+use crate::{parse, Builder, Error};
+use std::fmt;
+use std::io::{Read, Write};
+
+/// Status codes carried in responses (HTTP-like, as in the Go reference).
+pub mod status {
+    pub const OK: u32 = 200;
+    /// The request envelope was malformed, or its promise id is 0 or reused.
+    pub const BAD_REQUEST: u32 = 400;
+    /// No handler for the method.
+    pub const NOT_FOUND: u32 = 404;
+    /// The target promise is unknown or already finished.
+    pub const GONE: u32 = 410;
+    /// The target promise failed, so this call did not run.
+    pub const FAILED_DEPENDENCY: u32 = 424;
+    /// The connection's promise table is full; finish some promises.
+    pub const TOO_MANY: u32 = 429;
+    /// A handler failed.
+    pub const INTERNAL: u32 = 500;
+}
+
+/// Reserved method id: release the answer of promise `target`. Gets no response.
+pub const FINISH: u32 = 0;
+
+/// Per-connection bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Answers kept per connection until finished.
+    pub max_promises: usize,
+    /// Largest frame accepted or sent.
+    pub max_frame: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        // max_promises = 1024: deep enough for any pipelined chain we measure,
+        // and bounds a connection's answer table to 1024 pooled buffers.
+        Limits { max_promises: 1024, max_frame: DEFAULT_MAX_FRAME }
+    }
+}
+
+/// One call as a handler sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub method: u32,
+    pub promise: u32,
+    pub capability: &'a [u8],
+    pub payload: &'a [u8],
+    /// The result body of the target promise, when the call named one.
+    pub target: Option<&'a [u8]>,
+}
+
+/// A method: writes its result into `out`; `Err(status)` fails the call
+/// (whatever it wrote to `out` becomes the error body).
+pub type Handler = Box<dyn Fn(&Call<'_>, &mut Vec<u8>) -> Result<(), u32> + Send + Sync>;
+
+/// The method table: transport-agnostic, shared by every connection.
+#[derive(Default)]
+pub struct Dispatcher {
+    methods: Vec<(u32, Handler)>,
+}
+
+impl Dispatcher {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `f` for `method` (replacing any earlier one). Method 0 is [`FINISH`].
+    pub fn register<F>(&mut self, method: u32, f: F) -> &mut Self
+    where
+        F: Fn(&Call<'_>, &mut Vec<u8>) -> Result<(), u32> + Send + Sync + 'static,
+    {
+        assert_ne!(method, FINISH, "method 0 is reserved for finish");
+        match self.methods.binary_search_by_key(&method, |(m, _)| *m) {
+            Ok(i) => self.methods[i].1 = Box::new(f),
+            Err(i) => self.methods.insert(i, (method, Box::new(f))),
+        }
+        self
+    }
+
+    /// Runs the handler for `call.method`; the status.
+    pub fn dispatch(&self, call: &Call<'_>, out: &mut Vec<u8>) -> u32 {
+        match self.methods.binary_search_by_key(&call.method, |(m, _)| *m) {
+            Ok(i) => match (self.methods[i].1)(call, out) {
+                Ok(()) => status::OK,
+                Err(s) => s,
+            },
+            Err(_) => {
+                let _ = write!(out, "unknown method {}", call.method);
+                status::NOT_FOUND
+            }
+        }
+    }
+}
+
+struct Answer {
+    promise: u32,
+    status: u32,
+    body: Vec<u8>,
+}
+
+/// Server-side state of one connection: the answer table and reused buffers.
+pub struct ServerConn {
+    answers: Vec<Answer>,
+    pool: BufPool,
+    builder: Builder,
+    limits: Limits,
+}
+
+impl ServerConn {
+    pub fn new(limits: Limits) -> Self {
+        ServerConn {
+            answers: Vec::new(),
+            // Keep as many free buffers as answers may be live, each at most one frame.
+            pool: BufPool::new(limits.max_promises, limits.max_frame),
+            builder: Builder::new(),
+            limits,
+        }
+    }
+
+    /// Answers currently held for this connection.
+    pub fn live_answers(&self) -> usize {
+        self.answers.len()
+    }
+
+    fn find(&self, promise: u32) -> Option<usize> {
+        self.answers.iter().position(|a| a.promise == promise)
+    }
+
+    /// Handles one request message; the response to send, or `None` for `finish`.
+    ///
+    /// PERF: after warm-up this allocates nothing: answer bodies come from the
+    /// pool, the response is built in a reused builder, and the answer table
+    /// keeps its capacity.
+    pub fn handle(&mut self, d: &Dispatcher, req: &[u8]) -> Option<&[u8]> {
+        let parsed = parse(req).and_then(|m| m.root::<Request>()).and_then(|r| {
+            Ok((r.method(), r.promise(), r.target(), r.capability()?, r.payload()?))
+        });
+        let (method, promise, target, capability, payload) = match parsed {
+            Ok(v) => v,
+            Err(e) => {
+                let mut body = self.pool.get();
+                let _ = write!(body, "malformed request: {e}");
+                let out = self.respond_owned(status::BAD_REQUEST, 0, body);
+                return Some(out);
+            }
+        };
+        if method == FINISH {
+            if let Some(i) = self.find(target) {
+                let a = self.answers.swap_remove(i);
+                self.pool.put(a.body);
+            }
+            return None;
+        }
+        if promise == 0 || self.find(promise).is_some() {
+            let mut body = self.pool.get();
+            let _ = write!(body, "promise id {promise} is reserved or already in use");
+            return Some(self.respond_owned(status::BAD_REQUEST, promise, body));
+        }
+        if self.answers.len() >= self.limits.max_promises {
+            let mut body = self.pool.get();
+            let _ = write!(body, "promise table full ({} answers); finish some", self.limits.max_promises);
+            return Some(self.respond_owned(status::TOO_MANY, promise, body));
+        }
+        let mut body = self.pool.get();
+        let status = if target == 0 {
+            d.dispatch(&Call { method, promise, capability, payload, target: None }, &mut body)
+        } else {
+            match self.find(target) {
+                None => {
+                    let _ = write!(body, "target promise {target} is unknown or finished");
+                    status::GONE
+                }
+                Some(i) if self.answers[i].status != status::OK => {
+                    let _ = write!(body, "target promise {target} failed with status {}", self.answers[i].status);
+                    status::FAILED_DEPENDENCY
+                }
+                Some(i) => {
+                    let t = &self.answers[i].body;
+                    d.dispatch(&Call { method, promise, capability, payload, target: Some(t) }, &mut body)
+                }
+            }
+        };
+        self.answers.push(Answer { promise, status, body });
+        let last = self.answers.len() - 1;
+        let mut r = self.builder.root::<Response>();
+        r.status(status);
+        r.promise(promise);
+        r.body(&self.answers[last].body);
+        Some(r.finish().unwrap_or(&[]))
+    }
+
+    fn respond_owned(&mut self, status: u32, promise: u32, body: Vec<u8>) -> &[u8] {
+        // The body goes straight back to the pool: error answers are not stored.
+        let mut r = self.builder.root::<Response>();
+        r.status(status);
+        r.promise(promise);
+        r.body(&body);
+        let _ = r.finish();
+        self.pool.put(body);
+        self.builder.finish().unwrap_or(&[])
+    }
+
+    /// Serves frames from `r` until it ends, answering on `w` after each call.
+    pub fn serve<R: Read, W: Write>(&mut self, d: &Dispatcher, r: R, w: W) -> Result<u64, FrameError> {
+        let mut reader = FrameReader::with_max(r, self.limits.max_frame);
+        let mut writer = FrameWriter::with_max(w, self.limits.max_frame);
+        let mut calls = 0u64;
+        while let Some(frame) = reader.read_frame()? {
+            calls += 1;
+            if let Some(resp) = self.handle(d, frame) {
+                writer.write_frame(resp)?;
+            }
+        }
+        Ok(calls)
+    }
+
+    /// Serves exactly the frames already buffered in `r` (for in-memory pipes,
+    /// where an empty pipe reads as end of stream).
+    pub fn serve_available<R: Read, W: Write>(&mut self, d: &Dispatcher, reader: &mut FrameReader<R>, writer: &mut FrameWriter<W>) -> Result<u64, FrameError> {
+        let mut calls = 0u64;
+        while let Some(frame) = reader.read_frame()? {
+            calls += 1;
+            if let Some(resp) = self.handle(d, frame) {
+                writer.push(resp)?;
+            }
+        }
+        writer.flush()?;
+        Ok(calls)
+    }
+}
+
+/// A call's handle on the client; pass it to `call_on`, `wait`, `finish`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Promise(pub u32);
+
+/// A response as the client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply<'a> {
+    pub status: u32,
+    pub body: &'a [u8],
+}
+
+impl Reply<'_> {
+    pub fn is_ok(&self) -> bool {
+        self.status == status::OK
+    }
+}
+
+/// Why a client operation failed (as opposed to a call answered with an error status).
+#[derive(Debug)]
+pub enum RpcError {
+    Frame(FrameError),
+    /// A response from the server did not parse.
+    Malformed(Error),
+    /// The server answered a promise this client is not waiting for.
+    UnexpectedPromise(u32),
+    /// `wait` on a promise this client never issued or already finished.
+    UnknownPromise(u32),
+    /// More unfinished promises than the client's limit.
+    TooManyPending { limit: usize },
+    /// The connection ended while waiting for `promise`.
+    Closed { promise: u32 },
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RpcError::Frame(e) => write!(f, "{e}"),
+            RpcError::Malformed(e) => write!(f, "malformed response: {e}"),
+            RpcError::UnexpectedPromise(p) => write!(f, "server answered promise {p}, which this client has not issued"),
+            RpcError::UnknownPromise(p) => write!(f, "promise {p} was never issued or is already finished"),
+            RpcError::TooManyPending { limit } => write!(f, "more than {limit} unfinished promises; call finish"),
+            RpcError::Closed { promise } => write!(f, "connection closed while waiting for promise {promise}"),
+        }
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+impl From<FrameError> for RpcError {
+    fn from(e: FrameError) -> Self {
+        RpcError::Frame(e)
+    }
+}
+
+struct Slot {
+    promise: u32,
+    /// `None` until the response arrives.
+    reply: Option<(u32, Vec<u8>)>,
+    /// Finished before its response arrived: drop the response when it does.
+    finished: bool,
+}
+
+/// The client half: issues calls without waiting, then waits for any of them.
+pub struct Client<R, W> {
+    reader: FrameReader<R>,
+    writer: FrameWriter<W>,
+    builder: Builder,
+    next: u32,
+    slots: Vec<Slot>,
+    pool: BufPool,
+    limits: Limits,
+}
+
+impl<R: Read, W: Write> Client<R, W> {
+    pub fn new(r: R, w: W) -> Self {
+        Self::with_limits(r, w, Limits::default())
+    }
+
+    pub fn with_limits(r: R, w: W, limits: Limits) -> Self {
+        Client {
+            reader: FrameReader::with_max(r, limits.max_frame),
+            writer: FrameWriter::with_max(w, limits.max_frame),
+            builder: Builder::new(),
+            next: 1,
+            slots: Vec::new(),
+            pool: BufPool::new(limits.max_promises, limits.max_frame),
+            limits,
+        }
+    }
+
+    /// Queues a call; it is sent with the next `flush` or `wait`.
+    pub fn call(&mut self, method: u32, args: &[u8]) -> Result<Promise, RpcError> {
+        self.call_with(method, 0, &[], args)
+    }
+
+    /// Queues a call that consumes the result of `target`, which need not have resolved.
+    pub fn call_on(&mut self, target: Promise, method: u32, args: &[u8]) -> Result<Promise, RpcError> {
+        self.call_with(method, target.0, &[], args)
+    }
+
+    /// Queues a call with every envelope field spelled out.
+    pub fn call_with(&mut self, method: u32, target: u32, capability: &[u8], args: &[u8]) -> Result<Promise, RpcError> {
+        if self.slots.len() >= self.limits.max_promises {
+            return Err(RpcError::TooManyPending { limit: self.limits.max_promises });
+        }
+        let promise = self.next;
+        // Wraps past u32::MAX, skipping 0 (which means "no promise").
+        self.next = self.next.checked_add(1).unwrap_or(1);
+        let mut req = self.builder.root::<Request>();
+        req.method(method);
+        req.promise(promise);
+        req.target(target);
+        req.capability(capability);
+        req.payload(args);
+        let msg = req.finish().map_err(RpcError::Malformed)?;
+        self.writer.push(msg)?;
+        self.slots.push(Slot { promise, reply: None, finished: false });
+        Ok(Promise(promise))
+    }
+
+    /// Sends every queued call.
+    pub fn flush(&mut self) -> Result<(), RpcError> {
+        Ok(self.writer.flush()?)
+    }
+
+    /// Waits for `p`'s response, storing responses to other promises on the way.
+    /// The reply stays available until `finish(p)`.
+    pub fn wait(&mut self, p: Promise) -> Result<Reply<'_>, RpcError> {
+        self.flush()?;
+        let find = |slots: &[Slot]| slots.iter().position(|s| s.promise == p.0 && !s.finished);
+        let mut idx = find(&self.slots).ok_or(RpcError::UnknownPromise(p.0))?;
+        while self.slots[idx].reply.is_none() {
+            let frame = self.reader.read_frame()?.ok_or(RpcError::Closed { promise: p.0 })?;
+            let (promise, status, body) = parse(frame)
+                .and_then(|m| m.root::<Response>())
+                .and_then(|r| Ok((r.promise(), r.status(), r.body()?)))
+                .map_err(RpcError::Malformed)?;
+            let i = self
+                .slots
+                .iter()
+                .position(|s| s.promise == promise && s.reply.is_none())
+                .ok_or(RpcError::UnexpectedPromise(promise))?;
+            if self.slots[i].finished {
+                self.slots.swap_remove(i);
+                idx = find(&self.slots).ok_or(RpcError::UnknownPromise(p.0))?;
+                continue;
+            }
+            let mut buf = self.pool.get();
+            buf.extend_from_slice(body);
+            self.slots[i].reply = Some((status, buf));
+        }
+        match &self.slots[idx].reply {
+            Some((status, body)) => Ok(Reply { status: *status, body }),
+            None => Err(RpcError::Closed { promise: p.0 }),
+        }
+    }
+
+    /// Releases `p` here and queues a `finish` so the server releases its answer.
+    /// Costs no round trip: it leaves with the next batch of calls.
+    pub fn finish(&mut self, p: Promise) -> Result<(), RpcError> {
+        let idx = self
+            .slots
+            .iter()
+            .position(|s| s.promise == p.0 && !s.finished)
+            .ok_or(RpcError::UnknownPromise(p.0))?;
+        if self.slots[idx].reply.is_none() {
+            // Its response is still on the way; `wait` drops it on arrival.
+            self.slots[idx].finished = true;
+        } else if let Some((_, buf)) = self.slots.swap_remove(idx).reply {
+            self.pool.put(buf);
+        }
+        let mut req = self.builder.root::<Request>();
+        req.method(FINISH);
+        req.target(p.0);
+        let msg = req.finish().map_err(RpcError::Malformed)?;
+        self.writer.push(msg)?;
+        Ok(())
+    }
+
+    /// Unfinished promises held by this client.
+    pub fn pending(&self) -> usize {
+        self.slots.len()
+    }
+}
