@@ -1,1 +1,220 @@
+//! One measurement API over three allocator builds of a subject process.
+//!
+//! A subject links this crate and picks its allocator with a cargo feature;
+//! the feature installs the global allocator, so the subject's own code never
+//! names one. The probe is deliberately small and allocation-free on its hot
+//! path ([`Probe::counters`]): it runs inside the heap it measures.
+//!
+//! | variant (feature) | allocation count | bytes alloc/freed | live / peak live | RSS | jemalloc stats |
+//! |---|---|---|---|---|---|
+//! | `dhat` | exact, process-wide | exact, process-wide | exact / exact | yes | — |
+//! | `jemalloc` | — | this thread, usable size (size-class rounded) | `stats.allocated` / max over snapshots | yes | yes |
+//! | system (no feature) | — | — | — | yes | — |
+//!
+//! dhat counts every request exactly but serialises allocation behind a
+//! global lock, so it is the counting build, not a timing build. jemalloc's
+//! per-thread counters (`thread.allocatedp`/`deallocatedp`) count the usable
+//! size of each block, so they read *higher* than dhat's requested bytes;
+//! the workbench reports the difference instead of hiding it. Only jemalloc
+//! reports purges (`stats.arenas.<all>.dirty_npurge`/`muzzy_npurge`), the
+//! closest Rust analogue of a garbage collector's cycles: the moments the
+//! allocator hands memory back to the OS.
+//!
+//! # Layout
+//! - [`Variant`], [`VARIANT`]: which build this is.
+//! - [`Probe`]: starts the profiler (dhat writes its trace file on drop).
+//! - [`Counters`]: the cheap, allocation-free per-operation counters.
+//! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
+//! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
 
+#[cfg(all(feature = "dhat", feature = "jemalloc"))]
+compile_error!("features `dhat` and `jemalloc` both install a global allocator; enable one");
+
+#[cfg(feature = "dhat")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+pub mod rss;
+
+use serde::Serialize;
+use std::path::Path;
+
+/// The allocator this build measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    Dhat,
+    Jemalloc,
+    System,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Dhat => "dhat",
+            Variant::Jemalloc => "jemalloc",
+            Variant::System => "system",
+        }
+    }
+}
+
+#[cfg(feature = "dhat")]
+pub const VARIANT: Variant = Variant::Dhat;
+#[cfg(feature = "jemalloc")]
+pub const VARIANT: Variant = Variant::Jemalloc;
+#[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+pub const VARIANT: Variant = Variant::System;
+
+/// Cumulative counters, cheap to read and allocation-free. Subtract two to
+/// measure an operation. `None` where the variant cannot say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Allocation calls (dhat: every alloc and realloc).
+    pub allocs: Option<u64>,
+    /// Bytes allocated (dhat: requested; jemalloc: usable size, this thread).
+    pub bytes_allocated: Option<u64>,
+    /// Bytes freed (as above).
+    pub bytes_freed: Option<u64>,
+}
+
+impl Counters {
+    /// `self - earlier`, field by field.
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        let d = |a: Option<u64>, b: Option<u64>| Some(a?.wrapping_sub(b?));
+        Counters {
+            allocs: d(self.allocs, earlier.allocs),
+            bytes_allocated: d(self.bytes_allocated, earlier.bytes_allocated),
+            bytes_freed: d(self.bytes_freed, earlier.bytes_freed),
+        }
+    }
+}
+
+/// jemalloc's global statistics, read after advancing `epoch`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct JemallocStats {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+    pub mapped: u64,
+    pub retained: u64,
+    pub metadata: u64,
+    /// Purges of dirty pages, summed over all arenas.
+    pub dirty_npurge: u64,
+    /// Purges of muzzy pages, summed over all arenas.
+    pub muzzy_npurge: u64,
+}
+
+/// Everything the variant can report at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub live_bytes: Option<u64>,
+    pub peak_live_bytes: Option<u64>,
+    pub rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub jemalloc: Option<JemallocStats>,
+}
+
+/// The running measurement of this process. One per process.
+pub struct Probe {
+    #[cfg(feature = "dhat")]
+    _profiler: dhat::Profiler,
+    /// jemalloc has no peak of its own: the highest `stats.allocated` seen.
+    #[allow(dead_code)]
+    peak_seen: std::cell::Cell<u64>,
+}
+
+impl Probe {
+    /// Starts measuring. With dhat, `trace` names the DHAT JSON file written
+    /// when the probe is dropped (`None`: no file, counts only).
+    pub fn start(trace: Option<&Path>) -> Probe {
+        #[cfg(feature = "dhat")]
+        let _profiler = match trace {
+            Some(path) => dhat::Profiler::builder().file_name(path).build(),
+            // NOTE: testing mode is dhat's only way to skip writing a file.
+            None => dhat::Profiler::builder().testing().build(),
+        };
+        #[cfg(not(feature = "dhat"))]
+        let _ = trace;
+        Probe {
+            #[cfg(feature = "dhat")]
+            _profiler,
+            peak_seen: std::cell::Cell::new(0),
+        }
+    }
+
+    pub fn variant(&self) -> Variant {
+        VARIANT
+    }
+
+    /// Cumulative counters. PERF: allocation-free on every variant, so it can
+    /// bracket a single operation without disturbing what it measures.
+    #[inline]
+    pub fn counters(&self) -> Counters {
+        #[cfg(feature = "dhat")]
+        {
+            let s = dhat::HeapStats::get();
+            Counters { allocs: Some(s.total_blocks), bytes_allocated: Some(s.total_bytes), bytes_freed: None }
+        }
+        #[cfg(feature = "jemalloc")]
+        {
+            use tikv_jemalloc_ctl::thread;
+            let a = thread::allocatedp::read().map(|p| p.get()).ok();
+            let f = thread::deallocatedp::read().map(|p| p.get()).ok();
+            Counters { allocs: None, bytes_allocated: a, bytes_freed: f }
+        }
+        #[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+        {
+            Counters::default()
+        }
+    }
+
+    /// The full picture: counters, live and peak heap, RSS, jemalloc stats.
+    pub fn snapshot(&self) -> Snapshot {
+        let (rss_bytes, peak_rss_bytes) = rss::read().map_or((None, None), |r| (Some(r.rss), Some(r.peak)));
+        let mut snap = Snapshot { counters: self.counters(), rss_bytes, peak_rss_bytes, ..Snapshot::default() };
+        #[cfg(feature = "dhat")]
+        {
+            let s = dhat::HeapStats::get();
+            snap.counters.bytes_freed = Some(s.total_bytes - s.curr_bytes as u64);
+            snap.live_bytes = Some(s.curr_bytes as u64);
+            snap.peak_live_bytes = Some(s.max_bytes as u64);
+        }
+        #[cfg(feature = "jemalloc")]
+        {
+            if let Some(je) = jemalloc_stats() {
+                self.peak_seen.set(self.peak_seen.get().max(je.allocated));
+                snap.live_bytes = Some(je.allocated);
+                snap.peak_live_bytes = Some(self.peak_seen.get());
+                snap.jemalloc = Some(je);
+            }
+        }
+        snap
+    }
+}
+
+#[cfg(feature = "jemalloc")]
+fn jemalloc_stats() -> Option<JemallocStats> {
+    use tikv_jemalloc_ctl::{epoch, raw, stats};
+    epoch::advance().ok()?;
+    // 4096 = MALLCTL_ARENAS_ALL: jemalloc merges every arena's counters.
+    let purges = |name: &[u8]| unsafe {
+        // SAFETY: the names are NUL-terminated mallctl keys whose value type is u64.
+        raw::read::<u64>(name).unwrap_or(0)
+    };
+    Some(JemallocStats {
+        allocated: stats::allocated::read().ok()? as u64,
+        active: stats::active::read().ok()? as u64,
+        resident: stats::resident::read().ok()? as u64,
+        mapped: stats::mapped::read().ok()? as u64,
+        retained: stats::retained::read().ok()? as u64,
+        metadata: stats::metadata::read().ok()? as u64,
+        dirty_npurge: purges(b"stats.arenas.4096.dirty_npurge\0"),
+        muzzy_npurge: purges(b"stats.arenas.4096.muzzy_npurge\0"),
+    })
+}
