@@ -1,0 +1,64 @@
+//! Per message: allocations and bytes during encode, during decode, and per
+//! round trip, for every measured message (the CLI computes distributions).
+
+use super::Ctx;
+use crate::codecs::{Codec, Side};
+use crate::vote::VoteData;
+use anyhow::Result;
+use probe::Counters;
+use serde::Serialize;
+
+pub const NAME: &str = "alloc-profile";
+
+#[derive(Serialize)]
+struct Record {
+    msg: u64,
+    phase: &'static str,
+    /// Encoded request size in bytes (the same in every phase of a message).
+    wire_bytes: u64,
+    allocs: Option<u64>,
+    bytes: Option<u64>,
+    bytes_freed: Option<u64>,
+}
+
+pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
+    let cell = ctx.cell;
+    let probe = ctx.probe;
+    let (mut client, mut server) = (C::new(), C::new());
+    let mut v = VoteData::with_payload(cell.payload);
+    // PERF: every container the loop writes to is sized before measuring.
+    let mut rows: Vec<(u64, u64, [Counters; 3])> = Vec::with_capacity(cell.messages as usize);
+    let total = cell.warmup + cell.messages;
+    let step = (total / 20).max(1);
+    for i in 0..total {
+        v.set(cell.seed, i);
+        let c0 = probe.counters();
+        let req = client.encode(&v, Side::Request)?;
+        let c1 = probe.counters();
+        server.decode(req, &v, Side::Request)?;
+        let c2 = probe.counters();
+        let wire = req.len() as u64;
+
+        let c3 = probe.counters();
+        let req = client.encode(&v, Side::Request)?;
+        server.decode(req, &v, Side::Request)?;
+        let resp = server.encode(&v, Side::Response)?;
+        client.decode(resp, &v, Side::Response)?;
+        let c4 = probe.counters();
+
+        if i >= cell.warmup {
+            rows.push((i - cell.warmup, wire, [c1.since(&c0), c2.since(&c1), c4.since(&c3)]));
+        }
+        if (i + 1) % step == 0 {
+            super::progress(i + 1, total);
+        }
+    }
+    for (msg, wire_bytes, phases) in rows {
+        for (phase, c) in ["encode", "decode", "roundtrip"].into_iter().zip(phases) {
+            let r = Record { msg, phase, wire_bytes, allocs: c.allocs, bytes: c.bytes_allocated, bytes_freed: c.bytes_freed };
+            serde_json::to_writer(&mut *ctx.out, &r)?;
+            ctx.out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}

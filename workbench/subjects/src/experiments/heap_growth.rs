@@ -1,0 +1,81 @@
+//! N round trips from a cold start; a heap sample every k messages, and a
+//! summary at the end: total allocated, peak heap, allocator calls, purges.
+
+use super::Ctx;
+use crate::codecs::{Codec, Side};
+use crate::vote::VoteData;
+use anyhow::Result;
+use probe::Snapshot;
+use serde::Serialize;
+use std::time::Instant;
+
+pub const NAME: &str = "heap-growth";
+
+#[derive(Serialize)]
+struct Record {
+    kind: &'static str,
+    messages: u64,
+    /// Bytes allocated since the loop started.
+    cum_bytes: Option<u64>,
+    /// Allocation calls since the loop started (dhat build only).
+    cum_allocs: Option<u64>,
+    live_bytes: Option<u64>,
+    peak_live_bytes: Option<u64>,
+    rss_bytes: Option<u64>,
+    peak_rss_bytes: Option<u64>,
+    /// jemalloc purges since the loop started (dirty + muzzy; jemalloc build only).
+    purges: Option<u64>,
+    elapsed_s: f64,
+}
+
+fn record(kind: &'static str, messages: u64, s: &Snapshot, base: &Snapshot, elapsed_s: f64) -> Record {
+    let d = s.counters.since(&base.counters);
+    let purges = match (s.jemalloc, base.jemalloc) {
+        (Some(a), Some(b)) => Some((a.dirty_npurge + a.muzzy_npurge) - (b.dirty_npurge + b.muzzy_npurge)),
+        _ => None,
+    };
+    Record {
+        kind,
+        messages,
+        cum_bytes: d.bytes_allocated,
+        cum_allocs: d.allocs,
+        live_bytes: s.live_bytes,
+        peak_live_bytes: s.peak_live_bytes,
+        rss_bytes: s.rss_bytes,
+        peak_rss_bytes: s.peak_rss_bytes,
+        purges,
+        elapsed_s,
+    }
+}
+
+pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
+    let cell = ctx.cell;
+    let probe = ctx.probe;
+    let every = cell.sample_every.max(1);
+    let mut samples: Vec<(u64, Snapshot, f64)> = Vec::with_capacity((cell.messages / every + 2) as usize);
+    let mut v = VoteData::with_payload(cell.payload);
+    let (mut client, mut server) = (C::new(), C::new());
+    let base = probe.snapshot();
+    let start = Instant::now();
+    samples.push((0, base, 0.0));
+    for i in 0..cell.messages {
+        v.set(cell.seed, i);
+        let req = client.encode(&v, Side::Request)?;
+        server.decode(req, &v, Side::Request)?;
+        let resp = server.encode(&v, Side::Response)?;
+        client.decode(resp, &v, Side::Response)?;
+        if (i + 1) % every == 0 {
+            samples.push((i + 1, probe.snapshot(), start.elapsed().as_secs_f64()));
+            super::progress(i + 1, cell.messages);
+        }
+    }
+    let end = probe.snapshot();
+    let elapsed = start.elapsed().as_secs_f64();
+    for (n, s, t) in &samples {
+        serde_json::to_writer(&mut *ctx.out, &record("sample", *n, s, &base, *t))?;
+        ctx.out.write_all(b"\n")?;
+    }
+    serde_json::to_writer(&mut *ctx.out, &record("summary", cell.messages, &end, &base, elapsed))?;
+    ctx.out.write_all(b"\n")?;
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! One module per experiment; [`run`] is the registry. Each experiment is
+//! generic over the codec and writes JSON-lines records to `out`. Cell
+//! metadata (codec, payload, variant, repetition) is added by the CLI, so
+//! records carry only what was measured.
+
+use crate::codecs::{self, Codec, WithCodec};
+use crate::Cell;
+use anyhow::{anyhow, Result};
+use std::io::Write;
+
+pub mod alloc_profile;
+pub mod heap_growth;
+
+/// Every registered experiment.
+pub const NAMES: &[&str] = &[alloc_profile::NAME, heap_growth::NAME];
+
+/// The context an experiment runs in.
+pub struct Ctx<'a> {
+    pub cell: &'a Cell,
+    pub probe: &'a probe::Probe,
+    pub out: &'a mut dyn Write,
+}
+
+struct Dispatch<'a>(Ctx<'a>);
+
+impl WithCodec for Dispatch<'_> {
+    type Out = Result<()>;
+    fn run<C: Codec>(self) -> Result<()> {
+        let ctx = self.0;
+        match ctx.cell.experiment.as_str() {
+            alloc_profile::NAME => alloc_profile::run::<C>(ctx),
+            heap_growth::NAME => heap_growth::run::<C>(ctx),
+            other => Err(anyhow!("unknown experiment {other:?}; known: {NAMES:?}")),
+        }
+    }
+}
+
+/// Runs the cell's experiment against the cell's codec.
+pub fn run(ctx: Ctx<'_>) -> Result<()> {
+    let codec = ctx.cell.codec.clone();
+    codecs::run_with(&codec, Dispatch(ctx))
+        .ok_or_else(|| anyhow!("unknown codec {codec:?}; known: {:?}", codecs::NAMES))?
+}
+
+/// Reports progress to the CLI on stderr. NOTE: formatting to stderr does not
+/// allocate (unbuffered, locked), so progress does not disturb the counts.
+pub fn progress(done: u64, total: u64) {
+    eprintln!("progress {done} {total}");
+}
