@@ -177,6 +177,7 @@ impl Probe {
     /// The full picture: counters, live and peak heap, RSS, jemalloc stats.
     pub fn snapshot(&self) -> Snapshot {
         let (rss_bytes, peak_rss_bytes) = rss::read().map_or((None, None), |r| (Some(r.rss), Some(r.peak)));
+        #[allow(unused_mut)]
         let mut snap = Snapshot { counters: self.counters(), rss_bytes, peak_rss_bytes, ..Snapshot::default() };
         #[cfg(feature = "dhat")]
         {

@@ -1,0 +1,63 @@
+//! Number formatting shared by tables and figures.
+
+/// Bytes with a binary unit: `0 B`, `512 B`, `1.5 KiB`, `2.93 GiB`.
+pub fn bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    if b.abs() < 1024.0 {
+        return format!("{} B", b.round() as i64);
+    }
+    let mut v = b;
+    let mut u = 0;
+    while v.abs() >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{} {}", sig3(v), UNITS[u])
+}
+
+/// Three significant digits, no exponent.
+pub fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = v.abs().log10().floor() as i32;
+    let decimals = (2 - digits).clamp(0, 6) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// An integer with thousands separators: `2,929,000`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count that may be fractional (a median of an even count, a rate).
+pub fn count(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        thousands(v as u64)
+    } else {
+        sig3(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(bytes(0.0), "0 B");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+        assert_eq!(bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3.00 GiB");
+        assert_eq!(thousands(2_929_000), "2,929,000");
+        assert_eq!(count(2.5), "2.50");
+        assert_eq!(count(12.0), "12");
+    }
+}

@@ -1,0 +1,266 @@
+//! Runs a spec: plans its cells, builds the subjects it needs, spawns one
+//! process per cell, and turns the records into a dataset.
+//!
+//! Cells run interleaved (repetition → payload → codec → variant) so that
+//! codecs alternate A, B, A, B rather than running in blocks. Each finished
+//! cell's records are written to the run's staging directory at once; a run
+//! that is interrupted and started again reuses them and runs only the rest.
+
+use crate::dataset::{self, Record};
+use crate::manifest::{self, Manifest};
+use crate::spec::Spec;
+use crate::variants;
+use anyhow::{bail, Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+use subjects::Cell;
+
+/// Where and how a run happens.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub root: PathBuf,
+    pub data: PathBuf,
+    pub scale: String,
+    /// Ignore an interrupted run's finished cells and start over.
+    pub fresh: bool,
+    pub command_line: Vec<String>,
+}
+
+/// One planned cell.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub id: String,
+    pub variant: String,
+    pub rep: u32,
+    pub cell: Cell,
+}
+
+/// The cells of `spec` at `scale`, in run order.
+pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
+    let s = spec.scale(scale).with_context(|| format!("unknown scale {scale:?}; use quick or full"))?;
+    let mut out = Vec::new();
+    for rep in 0..s.repetitions {
+        for &payload in &spec.payloads {
+            for codec in &spec.codecs {
+                for variant in &spec.variants {
+                    let id = format!("{codec}-p{payload}-{variant}-r{rep}");
+                    let cell = Cell {
+                        experiment: spec.experiment.clone(),
+                        codec: codec.clone(),
+                        payload,
+                        messages: s.messages,
+                        warmup: s.warmup,
+                        sample_every: s.sample_every.unwrap_or((s.messages / 100).max(1)),
+                        seed: spec.seed,
+                        trace: None,
+                    };
+                    out.push(Planned { id, variant: variant.clone(), rep, cell });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// FNV-1a: a stable key for "the same run" across processes and toolchains.
+fn fnv64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Subject binaries built so far in this process, by variant.
+#[derive(Default)]
+pub struct Binaries {
+    built: BTreeMap<String, PathBuf>,
+}
+
+impl Binaries {
+    pub fn get(&mut self, root: &Path, variant: &str, multi: &MultiProgress) -> Result<PathBuf> {
+        if let Some(p) = self.built.get(variant) {
+            return Ok(p.clone());
+        }
+        let sp = multi.add(ProgressBar::new_spinner());
+        sp.set_message(format!("building subject ({variant})"));
+        sp.enable_steady_tick(std::time::Duration::from_millis(200));
+        let log = root.join("target/variants").join(format!("{variant}.build.log"));
+        let bin = variants::build(root, variant, &log);
+        sp.finish_and_clear();
+        let bin = bin?;
+        self.built.insert(variant.to_string(), bin.clone());
+        Ok(bin)
+    }
+}
+
+/// Result of running one spec.
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub cells: usize,
+    pub resumed: usize,
+    pub records: usize,
+    pub seconds: f64,
+}
+
+/// Runs every cell of `spec` and publishes the dataset; the run directory.
+pub fn run_spec(opts: &Options, spec_path: &Path, spec: &Spec, bins: &mut Binaries, multi: &MultiProgress) -> Result<Outcome> {
+    let start = Instant::now();
+    let cells = plan(spec, &opts.scale)?;
+    let (rev, dirty) = manifest::git_state(&opts.root);
+    let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, rev).as_bytes());
+    let exp_dir = opts.data.join(&spec.experiment);
+    let staging = exp_dir.join(format!(".tmp-{}-{key:016x}", opts.scale));
+    if opts.fresh && staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
+    }
+    for sub in ["cells", "traces", "logs"] {
+        let d = staging.join(sub);
+        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    }
+
+    let overall = multi.add(ProgressBar::new(cells.len() as u64));
+    overall.set_style(
+        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} cells {elapsed_precise} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    overall.set_prefix(spec.experiment.clone());
+    let mut resumed = 0;
+    for p in &cells {
+        let out = staging.join("cells").join(format!("{}.jsonl", p.id));
+        if out.exists() {
+            resumed += 1;
+            overall.inc(1);
+            continue;
+        }
+        if resumed > 0 && overall.position() as usize == resumed {
+            say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.experiment, cells.len()));
+        }
+        let bin = bins.get(&opts.root, &p.variant, multi)?;
+        overall.set_message(p.id.clone());
+        let t = Instant::now();
+        let records = run_cell(&bin, p, &staging, multi)?;
+        let mut text = String::new();
+        for r in &records {
+            text.push_str(&serde_json::to_string(r)?);
+            text.push('\n');
+        }
+        dataset::write_atomic(&out, text.as_bytes())?;
+        overall.inc(1);
+        if multi.is_hidden() {
+            eprintln!("{}: cell {} done: {} records in {:.1} s", spec.experiment, p.id, records.len(), t.elapsed().as_secs_f64());
+        }
+    }
+    overall.finish_and_clear();
+
+    // Every cell is on disk: assemble the dataset in the staging directory, then publish it.
+    let mut all: Vec<Record> = Vec::new();
+    for p in &cells {
+        let path = staging.join("cells").join(format!("{}.jsonl", p.id));
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let r: Record = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+            all.push(r);
+        }
+    }
+    let mut df = dataset::frame_from_records(&all)?;
+    dataset::write_parquet(&mut df, &staging.join("records.parquet"))?;
+    let secs = manifest::now_secs();
+    let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
+    let m = Manifest {
+        experiment: spec.experiment.clone(),
+        run_id: run_id.clone(),
+        scale: opts.scale.clone(),
+        git_revision: rev,
+        git_dirty: dirty,
+        rustc: manifest::rustc_version(&opts.root),
+        profile: variants::PROFILE.into(),
+        features: spec.variants.iter().map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect())).collect(),
+        allocators: spec.variants.iter().map(|v| (v.clone(), variants::allocator(v).to_string())).collect(),
+        cpu_model: manifest::cpu_model(),
+        cores: manifest::cores(),
+        kernel: manifest::kernel(),
+        date: manifest::iso_date(secs),
+        command_line: opts.command_line.clone(),
+        spec_path: spec_path.strip_prefix(&opts.root).unwrap_or(spec_path).display().to_string(),
+        spec: spec.clone(),
+        cells: cells.iter().map(|p| p.id.clone()).collect(),
+        cells_resumed: resumed,
+        records: all.len(),
+    };
+    dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
+    std::fs::remove_dir_all(staging.join("cells")).ok();
+    let dir = exp_dir.join(&run_id);
+    dataset::publish(&staging, &dir)?;
+    Ok(Outcome { dir, cells: cells.len(), resumed, records: all.len(), seconds: start.elapsed().as_secs_f64() })
+}
+
+fn say(multi: &MultiProgress, line: String) {
+    if multi.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        let _ = multi.println(line);
+    }
+}
+
+/// Spawns one subject process and returns its records with the cell's fields added.
+fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
+    let mut cell = p.cell.clone();
+    if p.variant == "dhat" {
+        cell.trace = Some(staging.join("traces").join(format!("{}.dhat.json", p.id)));
+    }
+    let bar = multi.add(ProgressBar::new(cell.messages));
+    bar.set_style(ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} msgs {msg}").expect("static template"));
+    bar.set_prefix(p.id.clone());
+    let mut child = Command::new(bin)
+        .arg("--cell")
+        .arg(serde_json::to_string(&cell)?)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("spawning {}", bin.display()))?;
+    let stderr = child.stderr.take().context("subject stderr")?;
+    let log_path = staging.join("logs").join(format!("{}.log", p.id));
+    let progress = bar.clone();
+    let log_thread = std::thread::spawn(move || -> Vec<String> {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut it = line.split_whitespace();
+            if let (Some("progress"), Some(done), Some(total)) = (it.next(), it.next(), it.next()) {
+                if let (Ok(d), Ok(t)) = (done.parse(), total.parse()) {
+                    progress.set_length(t);
+                    progress.set_position(d);
+                    continue;
+                }
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().context("subject stdout")?, &mut stdout)?;
+    let status = child.wait()?;
+    let log = log_thread.join().unwrap_or_default();
+    bar.finish_and_clear();
+    std::fs::write(&log_path, log.join("\n") + "\n").with_context(|| format!("writing {}", log_path.display()))?;
+    if !status.success() {
+        let tail: Vec<&String> = log.iter().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+        bail!("cell {} failed ({status}); log {}:\n{}", p.id, log_path.display(), tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+    }
+    let mut records = Vec::new();
+    for (i, line) in stdout.lines().enumerate() {
+        let mut r: Record =
+            serde_json::from_str(line).with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
+        r.insert("codec".into(), Value::from(p.cell.codec.clone()));
+        r.insert("payload".into(), Value::from(p.cell.payload as u64));
+        r.insert("variant".into(), Value::from(p.variant.clone()));
+        r.insert("rep".into(), Value::from(p.rep));
+        records.push(r);
+    }
+    if records.is_empty() {
+        bail!("cell {} printed no records; log {}", p.id, log_path.display());
+    }
+    Ok(records)
+}

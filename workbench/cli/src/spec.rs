@@ -1,0 +1,192 @@
+//! Experiment specs: one TOML file per experiment in `experiments/`.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A spec file, as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Experiment name; must be one the subjects know.
+    pub experiment: String,
+    #[serde(default)]
+    pub description: String,
+    /// Codecs to run, by registered name.
+    pub codecs: Vec<String>,
+    /// Payload sizes in bytes added to each vote (0 = the bare 145-byte vote).
+    #[serde(default = "default_payloads")]
+    pub payloads: Vec<usize>,
+    /// Allocator variants: `dhat`, `jemalloc`, `system`.
+    pub variants: Vec<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub quick: Scale,
+    pub full: Scale,
+}
+
+fn default_payloads() -> Vec<usize> {
+    vec![0]
+}
+
+fn default_seed() -> u64 {
+    42
+}
+
+/// How much work one scale does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scale {
+    pub messages: u64,
+    #[serde(default)]
+    pub warmup: u64,
+    #[serde(default = "one")]
+    pub repetitions: u32,
+    /// Sample interval in messages (heap-growth); defaults to messages / 100.
+    #[serde(default)]
+    pub sample_every: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The variants a subject can be built in.
+pub const VARIANTS: &[&str] = &["dhat", "jemalloc", "system"];
+
+/// A spec that failed to load, naming the file and what is wrong in it.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("reading spec {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("spec {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("spec {path}: key `{key}`: {message}")]
+    Invalid { path: PathBuf, key: String, message: String },
+}
+
+impl Spec {
+    /// Reads and validates a spec file.
+    pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses spec text; `path` is used in errors only.
+    pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+        // toml's message names the key and the line; keep it whole.
+        let spec: Spec =
+            toml::from_str(text).map_err(|e| SpecError::Parse { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+        spec.validate(path)?;
+        Ok(spec)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), SpecError> {
+        let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
+        if !subjects::experiments::NAMES.contains(&self.experiment.as_str()) {
+            return bad("experiment", format!("unknown experiment {:?}; known: {:?}", self.experiment, subjects::experiments::NAMES));
+        }
+        if self.codecs.is_empty() {
+            return bad("codecs", "list at least one codec".into());
+        }
+        for c in &self.codecs {
+            if !subjects::codecs::NAMES.contains(&c.as_str()) {
+                return bad("codecs", format!("unknown codec {c:?}; known: {:?}", subjects::codecs::NAMES));
+            }
+        }
+        if self.variants.is_empty() {
+            return bad("variants", "list at least one allocator variant".into());
+        }
+        for v in &self.variants {
+            if !VARIANTS.contains(&v.as_str()) {
+                return bad("variants", format!("unknown variant {v:?}; known: {VARIANTS:?}"));
+            }
+        }
+        for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
+            if s.messages == 0 {
+                return bad(&format!("{name}.messages"), "must be at least 1".into());
+            }
+            if s.repetitions == 0 {
+                return bad(&format!("{name}.repetitions"), "must be at least 1".into());
+            }
+            if s.sample_every == Some(0) {
+                return bad(&format!("{name}.sample_every"), "must be at least 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The settings of the named scale (`quick` or `full`).
+    pub fn scale(&self, name: &str) -> Option<&Scale> {
+        match name {
+            "quick" => Some(&self.quick),
+            "full" => Some(&self.full),
+            _ => None,
+        }
+    }
+}
+
+/// Every spec in `dir`, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Spec)>, SpecError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| SpecError::Read { path: dir.into(), source })?;
+    let mut paths: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    paths.sort();
+    paths.into_iter().map(|p| Spec::load(&p).map(|s| (p, s))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+        experiment = "alloc-profile"
+        codecs = ["zap", "json-rpc"]
+        payloads = [0, 64]
+        variants = ["dhat"]
+        [quick]
+        messages = 10
+        [full]
+        messages = 1000
+        repetitions = 3
+    "#;
+
+    #[test]
+    fn parses_a_good_spec_with_defaults() {
+        let s = Spec::parse(GOOD, Path::new("x.toml")).unwrap();
+        assert_eq!(s.codecs, ["zap", "json-rpc"]);
+        assert_eq!((s.quick.repetitions, s.quick.warmup, s.seed), (1, 0, 42));
+        assert_eq!(s.scale("full").unwrap().repetitions, 3);
+        assert!(s.scale("huge").is_none());
+    }
+
+    #[test]
+    fn bad_value_names_file_and_key() {
+        let text = GOOD.replace("messages = 10", "messages = \"ten\"");
+        let e = Spec::parse(&text, Path::new("experiments/bad.toml")).unwrap_err().to_string();
+        assert!(e.contains("experiments/bad.toml") && e.contains("messages"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_names_it() {
+        let text = GOOD.replace("[quick]", "[quick]\nmesages = 3");
+        let e = Spec::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+        assert!(e.contains("s.toml") && e.contains("mesages"), "{e}");
+    }
+
+    #[test]
+    fn unknown_codec_and_variant_are_rejected_by_key() {
+        let e = Spec::parse(&GOOD.replace("\"json-rpc\"", "\"xml\""), Path::new("s.toml")).unwrap_err().to_string();
+        assert!(e.contains("key `codecs`") && e.contains("xml"), "{e}");
+        let e = Spec::parse(&GOOD.replace("[\"dhat\"]", "[\"tcmalloc\"]"), Path::new("s.toml")).unwrap_err().to_string();
+        assert!(e.contains("key `variants`") && e.contains("tcmalloc"), "{e}");
+        let e = Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
+        assert!(e.contains("key `full.messages`"), "{e}");
+    }
+
+    #[test]
+    fn committed_specs_all_load() {
+        let dir = crate::default_root().join("experiments");
+        let specs = load_dir(&dir).unwrap();
+        assert!(specs.len() >= 2, "{}", dir.display());
+    }
+}

@@ -1,0 +1,289 @@
+//! Tables computed with polars from the newest run of each experiment,
+//! written as LaTeX fragments (`paper/generated/*.tex`) and Markdown.
+//! Nothing in them is typed by hand; rerunning on the same data gives the
+//! same bytes.
+
+use crate::dataset::{self, Run};
+use crate::fmt;
+use anyhow::{Context, Result};
+use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType};
+use std::path::{Path, PathBuf};
+
+/// A computed table, rendered to both formats.
+pub struct Table {
+    pub name: &'static str,
+    pub caption: String,
+    pub header: Vec<&'static str>,
+    pub rows: Vec<Vec<String>>,
+    pub source: String,
+}
+
+/// Display name of a codec in tables and figure legends.
+pub fn display_name(codec: &str) -> String {
+    match codec {
+        "zap" => "ZAP".into(),
+        "json-rpc" => "JSON-RPC".into(),
+        other => other.into(),
+    }
+}
+
+fn eq_str(df: &DataFrame, col: &str, v: &str) -> Result<BooleanChunked> {
+    Ok(df.column(col).with_context(|| format!("column `{col}`"))?.str()?.equal(v))
+}
+
+fn eq_u64(df: &DataFrame, col: &str, v: u64) -> Result<BooleanChunked> {
+    let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::UInt64)?;
+    Ok(c.u64()?.equal(v))
+}
+
+/// Rows where every `(column, value)` matches; string columns by text, others as u64.
+pub fn select(df: &DataFrame, text: &[(&str, &str)], nums: &[(&str, u64)]) -> Result<DataFrame> {
+    let mut mask = BooleanChunked::full("m".into(), true, df.height());
+    for (c, v) in text {
+        mask = &mask & &eq_str(df, c, v)?;
+    }
+    for (c, v) in nums {
+        mask = &mask & &eq_u64(df, c, *v)?;
+    }
+    Ok(df.filter(&mask)?)
+}
+
+/// Median, min and max of a column (nulls ignored); `None` when empty or absent.
+pub fn stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
+    let Ok(c) = df.column(col) else { return Ok(None) };
+    let s = c.as_materialized_series().cast(&DataType::Float64)?;
+    Ok(match (s.median(), s.min::<f64>()?, s.max::<f64>()?) {
+        (Some(med), Some(min), Some(max)) => Some((med, min, max)),
+        _ => None,
+    })
+}
+
+fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
+    Ok(stats(df, col)?.map(|s| s.0))
+}
+
+fn dash() -> String {
+    "–".into()
+}
+
+fn dist(s: Option<(f64, f64, f64)>) -> String {
+    match s {
+        Some((med, min, max)) if min == max => fmt::count(med),
+        Some((med, min, max)) => format!("{} [{}, {}]", fmt::count(med), fmt::count(min), fmt::count(max)),
+        None => dash(),
+    }
+}
+
+fn opt_bytes(v: Option<f64>) -> String {
+    v.map_or_else(dash, fmt::bytes)
+}
+
+fn opt_count(v: Option<f64>) -> String {
+    v.map_or_else(dash, fmt::count)
+}
+
+fn source_of(run: &Run) -> String {
+    format!("data/{}/{}", run.manifest.experiment, run.manifest.run_id)
+}
+
+/// The paper's first table: allocations per message, encode and decode.
+pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let cell = |variant: &str, phase: &str| {
+                select(df, &[("codec", codec), ("variant", variant), ("phase", phase)], &[("payload", payload as u64)])
+            };
+            let (enc, dec, rt) = (cell("dhat", "encode")?, cell("dhat", "decode")?, cell("dhat", "roundtrip")?);
+            let (je_enc, je_dec) = (cell("jemalloc", "encode")?, cell("jemalloc", "decode")?);
+            let bop = match (median(&enc, "bytes")?, median(&dec, "bytes")?) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            let je_bop = match (median(&je_enc, "bytes")?, median(&je_dec, "bytes")?) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            let purges = match heap {
+                Some(h) => {
+                    let s = select(&h.records, &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")], &[("payload", payload as u64)])?;
+                    match (median(&s, "purges")?, median(&s, "messages")?) {
+                        (Some(p), Some(n)) if n > 0.0 => Some(p / n * 1e6),
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                dist(stats(&enc, "allocs")?),
+                dist(stats(&dec, "allocs")?),
+                opt_bytes(bop),
+                opt_count(median(&rt, "allocs")?),
+                opt_bytes(median(&rt, "bytes")?),
+                opt_bytes(je_bop),
+                opt_count(purges),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "alloc-profile",
+        caption: format!(
+            "Heap allocations per message: median [min, max] over {} messages after {} warm-up, {} repetition(s). \
+             Counts and B/op (encode+decode, requested bytes) from the dhat build; jemalloc B/op counts usable \
+             (size-class) bytes on the thread; purges/M msgs is jemalloc's dirty+muzzy purge count per million \
+             round trips from the heap-growth run, our analogue of GC cycles. {} profile.",
+            s.messages, s.warmup, s.repetitions, run.manifest.profile
+        ),
+        header: vec![
+            "Protocol",
+            "Payload",
+            "Allocs (enc)",
+            "Allocs (dec)",
+            "B/op",
+            "Allocs/RT",
+            "B/RT",
+            "B/op (jemalloc)",
+            "Purges/M msgs",
+        ],
+        rows,
+        source: source_of(run) + &heap.map(|h| format!(", {}", source_of(h))).unwrap_or_default(),
+    })
+}
+
+/// The paper's second table: cumulative heap after N round trips.
+pub fn heap_growth(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let d = select(df, &[("codec", codec), ("variant", "dhat"), ("kind", "summary")], &[("payload", payload as u64)])?;
+            let j = select(df, &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")], &[("payload", payload as u64)])?;
+            let n = median(&d, "messages")?.or(median(&j, "messages")?);
+            let per_m = |v: Option<f64>| match (v, n) {
+                (Some(v), Some(n)) if n > 0.0 => Some(v / n * 1e6),
+                _ => None,
+            };
+            let total = median(&d, "cum_bytes")?;
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                opt_count(n),
+                opt_bytes(total),
+                opt_bytes(per_m(total)),
+                opt_bytes(median(&d, "peak_live_bytes")?),
+                opt_count(per_m(median(&d, "cum_allocs")?)),
+                opt_count(per_m(median(&j, "purges")?)),
+                opt_bytes(median(&j, "peak_rss_bytes")?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "heap-growth",
+        caption: format!(
+            "Cumulative heap after {} encode+decode round trips from a cold start ({} repetition(s), median). \
+             Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; purges \
+             (jemalloc dirty+muzzy, the Rust analogue of GC cycles: there is no collector) and peak RSS from the \
+             jemalloc build. Per-million figures are the measured totals scaled by 10^6/N. {} profile.",
+            fmt::thousands(s.messages),
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Protocol",
+            "Payload",
+            "Messages",
+            "Total allocated",
+            "Allocated/M msgs",
+            "Peak heap",
+            "Allocator calls/M msgs",
+            "Purges/M msgs",
+            "Peak RSS",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
+
+fn tex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' | '%' | '$' | '#' | '_' | '{' | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '–' => out.push_str("--"),
+            '^' => out.push_str("\\^{}"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+impl Table {
+    pub fn to_latex(&self) -> String {
+        let mut s = format!("% Generated by `workbench tables` from {}; do not edit.\n", self.source);
+        s += "\\begin{table}[h]\n\\centering\n\\small\n";
+        s += &format!("\\caption{{{}}}\n\\label{{tab:{}}}\n", tex_escape(&self.caption), self.name);
+        s += &format!("\\begin{{tabular}}{{l{}}}\n\\toprule\n", "r".repeat(self.header.len() - 1));
+        s += &self.header.iter().map(|h| format!("\\textbf{{{}}}", tex_escape(h))).collect::<Vec<_>>().join(" & ");
+        s += " \\\\\n\\midrule\n";
+        for row in &self.rows {
+            s += &row.iter().map(|c| tex_escape(c)).collect::<Vec<_>>().join(" & ");
+            s += " \\\\\n";
+        }
+        s += "\\bottomrule\n\\end{tabular}\n\\end{table}\n";
+        s
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!("<!-- Generated by `workbench tables` from {}; do not edit. -->\n\n", self.source);
+        s += &format!("**{}**\n\n", self.caption);
+        s += &format!("| {} |\n", self.header.join(" | "));
+        s += &format!("|{}\n", self.header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>());
+        for row in &self.rows {
+            s += &format!("| {} |\n", row.join(" | "));
+        }
+        s
+    }
+}
+
+/// Loads the newest run of each experiment at `scale` and computes every table.
+pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
+    let load = |exp: &str| -> Result<Option<Run>> {
+        dataset::latest_run(data, exp, scale)?.map(|d| dataset::load_run(&d)).transpose()
+    };
+    let alloc = load("alloc-profile")?;
+    let heap = load("heap-growth")?;
+    let mut tables = Vec::new();
+    if let Some(a) = &alloc {
+        tables.push(alloc_profile(a, heap.as_ref())?);
+    }
+    if let Some(h) = &heap {
+        tables.push(heap_growth(h)?);
+    }
+    Ok(tables)
+}
+
+/// Writes every table to `paper/generated/<name>.{tex,md}`; the paths written.
+pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, Vec<PathBuf>)> {
+    let tables = compute(data, scale)?;
+    let dir = root.join("paper/generated");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    for t in &tables {
+        for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
+            let path = dir.join(format!("{}.{ext}", t.name));
+            dataset::write_atomic(&path, text.as_bytes())?;
+            written.push(path);
+        }
+    }
+    Ok((tables, written))
+}

@@ -1,0 +1,61 @@
+//! Building the `subject` binary once per allocator variant.
+//!
+//! Each variant gets its own target directory (`target/variants/<name>`) so
+//! that switching features never rebuilds another variant's artifacts.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The cargo profile subjects are built with.
+pub const PROFILE: &str = "release";
+
+/// Cargo features that select a variant.
+pub fn features(variant: &str) -> &'static [&'static str] {
+    match variant {
+        "dhat" => &["dhat"],
+        "jemalloc" => &["jemalloc"],
+        _ => &[],
+    }
+}
+
+/// The allocator a variant links.
+pub fn allocator(variant: &str) -> &'static str {
+    match variant {
+        "dhat" => "dhat 0.3 (counting wrapper over the system allocator)",
+        "jemalloc" => "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
+        _ => "system (glibc malloc)",
+    }
+}
+
+/// Builds the subject for `variant` and returns the binary's path.
+/// Cargo's output goes to `log`, named in the error if the build fails.
+pub fn build(root: &Path, variant: &str, log: &Path) -> Result<PathBuf> {
+    let target = root.join("target/variants").join(variant);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--profile", PROFILE, "-p", "subjects", "--bin", "subject", "--target-dir"])
+        .arg(&target);
+    let feats = features(variant);
+    if !feats.is_empty() {
+        cmd.arg("--features").arg(feats.join(","));
+    }
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .status()
+        .with_context(|| format!("running cargo to build the {variant} subject"))?;
+    if !status.success() {
+        bail!("building the {variant} subject failed ({status}); see {}", log.display());
+    }
+    let bin = target.join(PROFILE).join("subject");
+    if !bin.exists() {
+        bail!("cargo succeeded but {} is missing", bin.display());
+    }
+    Ok(bin)
+}
