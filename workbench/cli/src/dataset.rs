@@ -41,7 +41,8 @@ fn widen(a: Kind, b: Kind, column: &str) -> Result<Kind> {
     })
 }
 
-/// Builds a frame from records: one column per key (in first-seen order),
+/// Builds a frame from records: one column per key (in first-seen order;
+/// within a record keys come sorted, as serde_json's map keeps them),
 /// typed from the values; a key missing from a record is a null there.
 pub fn frame_from_records(records: &[Record]) -> Result<DataFrame> {
     let mut names: Vec<&str> = Vec::new();
@@ -64,7 +65,9 @@ pub fn frame_from_records(records: &[Record]) -> Result<DataFrame> {
             Kind::UInt => Column::new(name.into(), values.map(Value::as_u64).collect::<Vec<_>>()),
             Kind::Int => Column::new(name.into(), values.map(Value::as_i64).collect::<Vec<_>>()),
             Kind::Float => Column::new(name.into(), values.map(Value::as_f64).collect::<Vec<_>>()),
-            Kind::Str | Kind::Null => Column::new(name.into(), values.map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>()),
+            Kind::Str | Kind::Null => {
+                Column::new(name.into(), values.map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>())
+            }
         };
         columns.push(col);
     }
@@ -148,7 +151,10 @@ mod tests {
             rec(json!({"codec": "zap", "msg": 2, "delta": -4})),
         ];
         let mut df = frame_from_records(&records).unwrap();
-        assert_eq!(df.get_column_names_str(), ["codec", "msg", "allocs", "bytes", "t", "delta"]);
+        assert_eq!(
+            df.get_column_names().iter().map(|n| n.as_str()).collect::<Vec<_>>(),
+            ["allocs", "bytes", "codec", "msg", "t", "delta"]
+        );
         let dir = std::env::temp_dir().join(format!("wb-dataset-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.parquet");

@@ -45,7 +45,11 @@ pub fn heap_growth_lines(run: &Run) -> Result<Vec<Line>> {
     let mut lines = Vec::new();
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let df = select(&run.records, &[("codec", codec), ("variant", "dhat"), ("kind", "sample")], &[("payload", payload as u64), ("rep", 0)])?;
+            let df = select(
+                &run.records,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
+                &[("payload", payload as u64), ("rep", 0)],
+            )?;
             if df.height() == 0 {
                 continue;
             }
@@ -66,7 +70,12 @@ pub fn heap_growth_lines(run: &Run) -> Result<Vec<Line>> {
 /// Floor of the log axis: zero is drawn here and labelled "0 B".
 const FLOOR: f64 = 1.0;
 
-fn draw_heap_growth<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, lines: &[Line], title: &str, scale: f64) -> Result<()>
+fn draw_heap_growth<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    lines: &[Line],
+    title: &str,
+    scale: f64,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -78,6 +87,7 @@ where
     let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
+        .margin_right(px(30.0))
         .x_label_area_size(px(45.0))
         .y_label_area_size(px(80.0))
         .build_cartesian_2d(0f64..xmax, (FLOOR..ymax).log_scale())
@@ -89,15 +99,25 @@ where
         .label_style(("sans-serif", px(13.0)))
         .axis_desc_style(("sans-serif", px(14.0)))
         .x_label_formatter(&|v| crate::fmt::count(v.round()))
-        .y_label_formatter(&|v| if *v <= FLOOR { "0 B".into() } else { crate::fmt::bytes(*v) })
+        .y_label_formatter(&|v| {
+            if *v <= FLOOR {
+                "0 B".into()
+            } else {
+                crate::fmt::si_bytes(*v)
+            }
+        })
         .draw()
         .map_err(err)?;
     for (i, line) in lines.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let all_zero = line.points.iter().all(|p| p.1 <= 0.0);
-        let label = if all_zero { format!("{}: 0 B (drawn on the axis floor)", line.label) } else { line.label.clone() };
+        let label =
+            if all_zero { format!("{}: 0 B (drawn on the axis floor)", line.label) } else { line.label.clone() };
         chart
-            .draw_series(LineSeries::new(line.points.iter().map(|&(x, y)| (x, y.max(FLOOR))), color.stroke_width(px(2.0))))
+            .draw_series(LineSeries::new(
+                line.points.iter().map(|&(x, y)| (x, y.max(FLOOR))),
+                color.stroke_width(px(2.0)),
+            ))
             .map_err(err)?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
@@ -124,7 +144,8 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
         let run = dataset::load_run(&run_dir)?;
         let lines = heap_growth_lines(&run)?;
         let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
-        let title = format!("Heap growth over {} round trips (dhat build, {})", crate::fmt::thousands(n), run.manifest.run_id);
+        let title =
+            format!("Heap growth over {} round trips (dhat build, {})", crate::fmt::thousands(n), run.manifest.run_id);
         let svg = dir.join("heap-growth.svg");
         draw_heap_growth(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), &lines, &title, 1.0)?;
         let png = dir.join("heap-growth.png");

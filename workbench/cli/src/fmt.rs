@@ -15,6 +15,20 @@ pub fn bytes(b: f64) -> String {
     format!("{} {}", sig3(v), UNITS[u])
 }
 
+/// Bytes with a decimal unit for log axes, whose ticks fall on powers of ten: `10 kB`.
+pub fn si_bytes(b: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = b;
+    let mut u = 0;
+    while v.abs() >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    let n = sig3(v);
+    let n = if n.contains('.') { n.trim_end_matches('0').trim_end_matches('.') } else { &n };
+    format!("{n} {}", UNITS[u])
+}
+
 /// Three significant digits, no exponent.
 pub fn sig3(v: f64) -> String {
     if v == 0.0 {
@@ -57,6 +71,8 @@ mod tests {
         assert_eq!(bytes(1536.0), "1.50 KiB");
         assert_eq!(bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3.00 GiB");
         assert_eq!(thousands(2_929_000), "2,929,000");
+        assert_eq!(si_bytes(100_000.0), "100 kB");
+        assert_eq!(si_bytes(1.0), "1 B");
         assert_eq!(count(2.5), "2.50");
         assert_eq!(count(12.0), "12");
     }

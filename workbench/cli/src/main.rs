@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use workbench::{figures, runner, spec, tables};
 
 #[derive(Parser)]
-#[command(name = "workbench", about = "Memory-profiling research workbench: run experiments, regenerate tables and figures.")]
+#[command(
+    name = "workbench",
+    about = "Memory-profiling research workbench: run experiments, regenerate tables and figures."
+)]
 struct Cli {
     /// Repository root (experiments/, data/, figures/, paper/ live here).
     #[arg(long, global = true)]
@@ -62,7 +65,13 @@ fn main() -> Result<()> {
                 bail!("--scale {scale:?}: use quick or full");
             }
             let chosen = choose_specs(&root, &specs)?;
-            let opts = runner::Options { root: root.clone(), data: data.clone(), scale: scale.clone(), fresh, command_line: std::env::args().collect() };
+            let opts = runner::Options {
+                root: root.clone(),
+                data: data.clone(),
+                scale: scale.clone(),
+                fresh,
+                command_line: std::env::args().collect(),
+            };
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let mut bins = runner::Binaries::default();
             let mut done = Vec::new();
@@ -75,7 +84,14 @@ fn main() -> Result<()> {
             println!("{:<16} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
             for (exp, o) in &done {
                 let rel = o.dir.strip_prefix(&root).unwrap_or(&o.dir);
-                println!("{exp:<16} {:>6} {:>8} {:>9} {:>9.1}  {}", o.cells, o.resumed, o.records, o.seconds, rel.display());
+                println!(
+                    "{exp:<16} {:>6} {:>8} {:>9} {:>9.1}  {}",
+                    o.cells,
+                    o.resumed,
+                    o.records,
+                    o.seconds,
+                    rel.display()
+                );
             }
             if !no_report {
                 report(&root, &data, &scale)?;
@@ -91,7 +107,12 @@ fn main() -> Result<()> {
         }
         Cmd::List => {
             for (path, s) in spec::load_dir(&root.join("experiments"))? {
-                println!("{}  {} — {}", path.strip_prefix(&root).unwrap_or(&path).display(), s.experiment, s.description);
+                println!(
+                    "{}  {} — {}",
+                    path.strip_prefix(&root).unwrap_or(&path).display(),
+                    s.experiment,
+                    s.description
+                );
             }
             for exp in subjects::experiments::NAMES {
                 for scale in ["quick", "full"] {

@@ -72,6 +72,15 @@ fn fnv64(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// Where an unfinished run of `spec` keeps its finished cells: the same
+/// spec, scale and git revision map to the same directory, so starting the
+/// run again resumes it.
+pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
+    let (rev, _) = manifest::git_state(&opts.root);
+    let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, rev).as_bytes());
+    Ok(opts.data.join(&spec.experiment).join(format!(".tmp-{}-{key:016x}", opts.scale)))
+}
+
 /// Subject binaries built so far in this process, by variant.
 #[derive(Default)]
 pub struct Binaries {
@@ -105,13 +114,18 @@ pub struct Outcome {
 }
 
 /// Runs every cell of `spec` and publishes the dataset; the run directory.
-pub fn run_spec(opts: &Options, spec_path: &Path, spec: &Spec, bins: &mut Binaries, multi: &MultiProgress) -> Result<Outcome> {
+pub fn run_spec(
+    opts: &Options,
+    spec_path: &Path,
+    spec: &Spec,
+    bins: &mut Binaries,
+    multi: &MultiProgress,
+) -> Result<Outcome> {
     let start = Instant::now();
     let cells = plan(spec, &opts.scale)?;
     let (rev, dirty) = manifest::git_state(&opts.root);
-    let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, rev).as_bytes());
     let exp_dir = opts.data.join(&spec.experiment);
-    let staging = exp_dir.join(format!(".tmp-{}-{key:016x}", opts.scale));
+    let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
     }
@@ -150,7 +164,13 @@ pub fn run_spec(opts: &Options, spec_path: &Path, spec: &Spec, bins: &mut Binari
         dataset::write_atomic(&out, text.as_bytes())?;
         overall.inc(1);
         if multi.is_hidden() {
-            eprintln!("{}: cell {} done: {} records in {:.1} s", spec.experiment, p.id, records.len(), t.elapsed().as_secs_f64());
+            eprintln!(
+                "{}: cell {} done: {} records in {:.1} s",
+                spec.experiment,
+                p.id,
+                records.len(),
+                t.elapsed().as_secs_f64()
+            );
         }
     }
     overall.finish_and_clear();
@@ -177,7 +197,11 @@ pub fn run_spec(opts: &Options, spec_path: &Path, spec: &Spec, bins: &mut Binari
         git_dirty: dirty,
         rustc: manifest::rustc_version(&opts.root),
         profile: variants::PROFILE.into(),
-        features: spec.variants.iter().map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect())).collect(),
+        features: spec
+            .variants
+            .iter()
+            .map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect()))
+            .collect(),
         allocators: spec.variants.iter().map(|v| (v.clone(), variants::allocator(v).to_string())).collect(),
         cpu_model: manifest::cpu_model(),
         cores: manifest::cores(),
@@ -212,7 +236,9 @@ fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> R
         cell.trace = Some(staging.join("traces").join(format!("{}.dhat.json", p.id)));
     }
     let bar = multi.add(ProgressBar::new(cell.messages));
-    bar.set_style(ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} msgs {msg}").expect("static template"));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} msgs {msg}").expect("static template"),
+    );
     bar.set_prefix(p.id.clone());
     let mut child = Command::new(bin)
         .arg("--cell")
@@ -247,12 +273,17 @@ fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> R
     std::fs::write(&log_path, log.join("\n") + "\n").with_context(|| format!("writing {}", log_path.display()))?;
     if !status.success() {
         let tail: Vec<&String> = log.iter().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
-        bail!("cell {} failed ({status}); log {}:\n{}", p.id, log_path.display(), tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+        bail!(
+            "cell {} failed ({status}); log {}:\n{}",
+            p.id,
+            log_path.display(),
+            tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        );
     }
     let mut records = Vec::new();
     for (i, line) in stdout.lines().enumerate() {
-        let mut r: Record =
-            serde_json::from_str(line).with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
+        let mut r: Record = serde_json::from_str(line)
+            .with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
         r.insert("codec".into(), Value::from(p.cell.codec.clone()));
         r.insert("payload".into(), Value::from(p.cell.payload as u64));
         r.insert("variant".into(), Value::from(p.variant.clone()));

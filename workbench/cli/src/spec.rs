@@ -74,8 +74,8 @@ impl Spec {
     /// Parses spec text; `path` is used in errors only.
     pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
         // toml's message names the key and the line; keep it whole.
-        let spec: Spec =
-            toml::from_str(text).map_err(|e| SpecError::Parse { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+        let spec: Spec = toml::from_str(text)
+            .map_err(|e| SpecError::Parse { path: path.into(), message: e.to_string().trim_end().to_string() })?;
         spec.validate(path)?;
         Ok(spec)
     }
@@ -83,7 +83,10 @@ impl Spec {
     fn validate(&self, path: &Path) -> Result<(), SpecError> {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
         if !subjects::experiments::NAMES.contains(&self.experiment.as_str()) {
-            return bad("experiment", format!("unknown experiment {:?}; known: {:?}", self.experiment, subjects::experiments::NAMES));
+            return bad(
+                "experiment",
+                format!("unknown experiment {:?}; known: {:?}", self.experiment, subjects::experiments::NAMES),
+            );
         }
         if self.codecs.is_empty() {
             return bad("codecs", "list at least one codec".into());
@@ -128,8 +131,10 @@ impl Spec {
 /// Every spec in `dir`, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Spec)>, SpecError> {
     let entries = std::fs::read_dir(dir).map_err(|source| SpecError::Read { path: dir.into(), source })?;
-    let mut paths: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     paths.sort();
     paths.into_iter().map(|p| Spec::load(&p).map(|s| (p, s))).collect()
 }
@@ -177,9 +182,11 @@ mod tests {
     fn unknown_codec_and_variant_are_rejected_by_key() {
         let e = Spec::parse(&GOOD.replace("\"json-rpc\"", "\"xml\""), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `codecs`") && e.contains("xml"), "{e}");
-        let e = Spec::parse(&GOOD.replace("[\"dhat\"]", "[\"tcmalloc\"]"), Path::new("s.toml")).unwrap_err().to_string();
+        let e =
+            Spec::parse(&GOOD.replace("[\"dhat\"]", "[\"tcmalloc\"]"), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `variants`") && e.contains("tcmalloc"), "{e}");
-        let e = Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
+        let e =
+            Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `full.messages`"), "{e}");
     }
 

@@ -50,7 +50,9 @@ pub fn select(df: &DataFrame, text: &[(&str, &str)], nums: &[(&str, u64)]) -> Re
 
 /// Median, min and max of a column (nulls ignored); `None` when empty or absent.
 pub fn stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
-    let Ok(c) = df.column(col) else { return Ok(None) };
+    let Ok(c) = df.column(col) else {
+        return Ok(None);
+    };
     let s = c.as_materialized_series().cast(&DataType::Float64)?;
     Ok(match (s.median(), s.min::<f64>()?, s.max::<f64>()?) {
         (Some(med), Some(min), Some(max)) => Some((med, min, max)),
@@ -60,6 +62,22 @@ pub fn stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
 
 fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
     Ok(stats(df, col)?.map(|s| s.0))
+}
+
+/// Growth of `col` per million messages between the first sample after the
+/// start and the last sample: the steady-state rate, warm-up excluded.
+pub fn steady_rate(samples: &DataFrame, col: &str) -> Result<Option<f64>> {
+    let (Ok(m), Ok(c)) = (samples.column("messages"), samples.column(col)) else {
+        return Ok(None);
+    };
+    let m = m.cast(&DataType::Float64)?;
+    let c = c.cast(&DataType::Float64)?;
+    let pts: Vec<(f64, f64)> =
+        m.f64()?.iter().zip(c.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).filter(|p| p.0 > 0.0).collect();
+    Ok(match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) if b.0 > a.0 => Some((b.1 - a.1) / (b.0 - a.0) * 1e6),
+        _ => None,
+    })
 }
 
 fn dash() -> String {
@@ -108,7 +126,11 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
             };
             let purges = match heap {
                 Some(h) => {
-                    let s = select(&h.records, &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")], &[("payload", payload as u64)])?;
+                    let s = select(
+                        &h.records,
+                        &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")],
+                        &[("payload", payload as u64)],
+                    )?;
                     match (median(&s, "purges")?, median(&s, "messages")?) {
                         (Some(p), Some(n)) if n > 0.0 => Some(p / n * 1e6),
                         _ => None,
@@ -162,22 +184,36 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let d = select(df, &[("codec", codec), ("variant", "dhat"), ("kind", "summary")], &[("payload", payload as u64)])?;
-            let j = select(df, &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")], &[("payload", payload as u64)])?;
+            let d = select(
+                df,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "summary")],
+                &[("payload", payload as u64)],
+            )?;
+            let j = select(
+                df,
+                &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")],
+                &[("payload", payload as u64)],
+            )?;
             let n = median(&d, "messages")?.or(median(&j, "messages")?);
             let per_m = |v: Option<f64>| match (v, n) {
                 (Some(v), Some(n)) if n > 0.0 => Some(v / n * 1e6),
                 _ => None,
             };
-            let total = median(&d, "cum_bytes")?;
+            let samples = select(
+                df,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
+                &[("payload", payload as u64), ("rep", 0)],
+            )?;
             rows.push(vec![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 opt_count(n),
-                opt_bytes(total),
-                opt_bytes(per_m(total)),
+                opt_bytes(median(&d, "cum_bytes")?),
+                opt_bytes(steady_rate(&samples, "cum_bytes")?),
                 opt_bytes(median(&d, "peak_live_bytes")?),
-                opt_count(per_m(median(&d, "cum_allocs")?)),
+                opt_count(median(&d, "cum_allocs")?),
+                opt_count(steady_rate(&samples, "cum_allocs")?),
+                opt_count(median(&j, "purges")?),
                 opt_count(per_m(median(&j, "purges")?)),
                 opt_bytes(median(&j, "peak_rss_bytes")?),
             ]);
@@ -190,7 +226,8 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
             "Cumulative heap after {} encode+decode round trips from a cold start ({} repetition(s), median). \
              Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; purges \
              (jemalloc dirty+muzzy, the Rust analogue of GC cycles: there is no collector) and peak RSS from the \
-             jemalloc build. Per-million figures are the measured totals scaled by 10^6/N. {} profile.",
+             jemalloc build. Steady-state rates per million messages are the slope between the first sample and \
+             the last, so one-time warm-up growth is excluded; purges/M msgs is the measured count scaled by 10^6/N. {} profile.",
             fmt::thousands(s.messages),
             s.repetitions,
             run.manifest.profile
@@ -200,9 +237,11 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
             "Payload",
             "Messages",
             "Total allocated",
-            "Allocated/M msgs",
+            "Steady alloc/M msgs",
             "Peak heap",
-            "Allocator calls/M msgs",
+            "Allocator calls",
+            "Steady calls/M msgs",
+            "Purges",
             "Purges/M msgs",
             "Peak RSS",
         ],
@@ -247,7 +286,10 @@ impl Table {
         let mut s = format!("<!-- Generated by `workbench tables` from {}; do not edit. -->\n\n", self.source);
         s += &format!("**{}**\n\n", self.caption);
         s += &format!("| {} |\n", self.header.join(" | "));
-        s += &format!("|{}\n", self.header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>());
+        s += &format!(
+            "|{}\n",
+            self.header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()
+        );
         for row in &self.rows {
             s += &format!("| {} |\n", row.join(" | "));
         }

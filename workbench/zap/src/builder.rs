@@ -273,7 +273,9 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
             return;
         }
         let len = elem * count;
-        let Some(at) = self.b.reserve(len) else { return };
+        let Some(at) = self.b.reserve(len) else {
+            return;
+        };
         if let Some(dst) = self.b.buf.as_mut_slice().get_mut(at..at + len) {
             fill(dst);
         }

@@ -15,18 +15,28 @@ pub const PREFIX_LEN: usize = 4;
 #[derive(Debug)]
 pub enum FrameError {
     /// The prefix announces more than the configured maximum.
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        len: usize,
+        max: usize,
+    },
     /// The stream ended inside a frame: `len` announced, `got` bytes arrived
     /// (counting the prefix bytes when the prefix itself was cut).
-    Truncated { len: usize, got: usize },
+    Truncated {
+        len: usize,
+        got: usize,
+    },
     Io(io::Error),
 }
 
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FrameError::TooLarge { len, max } => write!(f, "frame length {len} exceeds the maximum of {max} bytes"),
-            FrameError::Truncated { len, got } => write!(f, "stream ended inside a frame of length {len} after {got} bytes"),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "frame length {len} exceeds the maximum of {max} bytes")
+            }
+            FrameError::Truncated { len, got } => {
+                write!(f, "stream ended inside a frame of length {len} after {got} bytes")
+            }
             FrameError::Io(e) => write!(f, "frame i/o: {e}"),
         }
     }
@@ -50,7 +60,9 @@ impl From<io::Error> for FrameError {
 /// Decodes one frame from the front of `buf` without any I/O: the frame body
 /// and the bytes consumed, `Ok(None)` if more bytes are needed.
 pub fn decode_frame(buf: &[u8], max: usize) -> Result<Option<(&[u8], usize)>, FrameError> {
-    let Some(prefix) = buf.first_chunk::<PREFIX_LEN>() else { return Ok(None) };
+    let Some(prefix) = buf.first_chunk::<PREFIX_LEN>() else {
+        return Ok(None);
+    };
     let len = u32::from_le_bytes(*prefix) as usize;
     if len > max {
         return Err(FrameError::TooLarge { len, max });

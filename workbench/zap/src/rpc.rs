@@ -149,9 +149,9 @@ impl ServerConn {
     /// pool, the response is built in a reused builder, and the answer table
     /// keeps its capacity.
     pub fn handle(&mut self, d: &Dispatcher, req: &[u8]) -> Option<&[u8]> {
-        let parsed = parse(req).and_then(|m| m.root::<Request>()).and_then(|r| {
-            Ok((r.method(), r.promise(), r.target(), r.capability()?, r.payload()?))
-        });
+        let parsed = parse(req)
+            .and_then(|m| m.root::<Request>())
+            .and_then(|r| Ok((r.method(), r.promise(), r.target(), r.capability()?, r.payload()?)));
         let (method, promise, target, capability, payload) = match parsed {
             Ok(v) => v,
             Err(e) => {
@@ -233,7 +233,12 @@ impl ServerConn {
 
     /// Serves exactly the frames already buffered in `r` (for in-memory pipes,
     /// where an empty pipe reads as end of stream).
-    pub fn serve_available<R: Read, W: Write>(&mut self, d: &Dispatcher, reader: &mut FrameReader<R>, writer: &mut FrameWriter<W>) -> Result<u64, FrameError> {
+    pub fn serve_available<R: Read, W: Write>(
+        &mut self,
+        d: &Dispatcher,
+        reader: &mut FrameReader<R>,
+        writer: &mut FrameWriter<W>,
+    ) -> Result<u64, FrameError> {
         let mut calls = 0u64;
         while let Some(frame) = reader.read_frame()? {
             calls += 1;
@@ -274,9 +279,13 @@ pub enum RpcError {
     /// `wait` on a promise this client never issued or already finished.
     UnknownPromise(u32),
     /// More unfinished promises than the client's limit.
-    TooManyPending { limit: usize },
+    TooManyPending {
+        limit: usize,
+    },
     /// The connection ended while waiting for `promise`.
-    Closed { promise: u32 },
+    Closed {
+        promise: u32,
+    },
 }
 
 impl fmt::Display for RpcError {
@@ -284,10 +293,18 @@ impl fmt::Display for RpcError {
         match self {
             RpcError::Frame(e) => write!(f, "{e}"),
             RpcError::Malformed(e) => write!(f, "malformed response: {e}"),
-            RpcError::UnexpectedPromise(p) => write!(f, "server answered promise {p}, which this client has not issued"),
-            RpcError::UnknownPromise(p) => write!(f, "promise {p} was never issued or is already finished"),
-            RpcError::TooManyPending { limit } => write!(f, "more than {limit} unfinished promises; call finish"),
-            RpcError::Closed { promise } => write!(f, "connection closed while waiting for promise {promise}"),
+            RpcError::UnexpectedPromise(p) => {
+                write!(f, "server answered promise {p}, which this client has not issued")
+            }
+            RpcError::UnknownPromise(p) => {
+                write!(f, "promise {p} was never issued or is already finished")
+            }
+            RpcError::TooManyPending { limit } => {
+                write!(f, "more than {limit} unfinished promises; call finish")
+            }
+            RpcError::Closed { promise } => {
+                write!(f, "connection closed while waiting for promise {promise}")
+            }
         }
     }
 }
@@ -406,11 +423,8 @@ impl<R: Read, W: Write> Client<R, W> {
     /// Releases `p` here and queues a `finish` so the server releases its answer.
     /// Costs no round trip: it leaves with the next batch of calls.
     pub fn finish(&mut self, p: Promise) -> Result<(), RpcError> {
-        let idx = self
-            .slots
-            .iter()
-            .position(|s| s.promise == p.0 && !s.finished)
-            .ok_or(RpcError::UnknownPromise(p.0))?;
+        let idx =
+            self.slots.iter().position(|s| s.promise == p.0 && !s.finished).ok_or(RpcError::UnknownPromise(p.0))?;
         if self.slots[idx].reply.is_none() {
             // Its response is still on the way; `wait` drops it on arrival.
             self.slots[idx].finished = true;

@@ -156,7 +156,8 @@ impl<'a> StructReader<'a> {
         const { assert!(N <= MAX_INLINE_ARRAY) };
         let inside = off.checked_add(N).is_some_and(|end| end <= self.size);
         let msg: &'a [u8] = self.msg;
-        let found: Option<&'a [u8; N]> = if inside { msg.get(self.pos + off..).and_then(|s| s.first_chunk::<N>()) } else { None };
+        let found: Option<&'a [u8; N]> =
+            if inside { msg.get(self.pos + off..).and_then(|s| s.first_chunk::<N>()) } else { None };
         match found {
             Some(a) => a,
             None => zero_array::<N>(),

@@ -14,7 +14,8 @@ zap::zap_struct! {
 }
 
 fn golden() -> Vec<u8> {
-    let hex = "5a415000 0100 0000 10000000 2f000000 efbeadde 00000000 10000000 03000000 0b000000 04000000 7a6170 01020304";
+    let hex =
+        "5a415000 0100 0000 10000000 2f000000 efbeadde 00000000 10000000 03000000 0b000000 04000000 7a6170 01020304";
     let hex: String = hex.split_whitespace().collect();
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
 }

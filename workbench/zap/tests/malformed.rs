@@ -51,7 +51,10 @@ fn pointer_past_end_names_the_field() {
     b[slot + 4..slot + 8].copy_from_slice(&1000u32.to_le_bytes());
     let v = zap::read::<Vote>(&b).unwrap();
     let err = v.payload().unwrap_err();
-    assert!(matches!(err, Error::PointerOutOfBounds { field: "payload", slot: s, len: 1000, .. } if s == slot), "{err:?}");
+    assert!(
+        matches!(err, Error::PointerOutOfBounds { field: "payload", slot: s, len: 1000, .. } if s == slot),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("payload"));
     // Scalars are still readable.
     assert_eq!(v.round(), 7);

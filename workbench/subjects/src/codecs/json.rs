@@ -119,7 +119,9 @@ impl Codec for JsonRpc {
                 &mut self.buf,
                 &RequestOut { jsonrpc: "2.0", method: "vote", params: &vote, id: v.round },
             )?,
-            Side::Response => serde_json::to_writer(&mut self.buf, &ResponseOut { jsonrpc: "2.0", result: &vote, id: v.round })?,
+            Side::Response => {
+                serde_json::to_writer(&mut self.buf, &ResponseOut { jsonrpc: "2.0", result: &vote, id: v.round })?
+            }
         }
         Ok(&self.buf)
     }

@@ -55,7 +55,14 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     }
     for (msg, wire_bytes, phases) in rows {
         for (phase, c) in ["encode", "decode", "roundtrip"].into_iter().zip(phases) {
-            let r = Record { msg, phase, wire_bytes, allocs: c.allocs, bytes: c.bytes_allocated, bytes_freed: c.bytes_freed };
+            let r = Record {
+                msg,
+                phase,
+                wire_bytes,
+                allocs: c.allocs,
+                bytes: c.bytes_allocated,
+                bytes_freed: c.bytes_freed,
+            };
             serde_json::to_writer(&mut *ctx.out, &r)?;
             ctx.out.write_all(b"\n")?;
         }
