@@ -14,14 +14,13 @@ fn main() -> Result<()> {
         }
         _ => bail!("usage: subject --cell '<json>' | subject --variant"),
     };
+    // NOTE: locals drop in reverse order, so `out` is flushed and closed before
+    // `probe` drops and (in the dhat build) writes its trace.
     let probe = probe::Probe::start(cell.trace.as_deref());
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     experiments::run(experiments::Ctx { cell: &cell, probe: &probe, out: &mut out })
         .with_context(|| format!("cell {} / {} / payload {}", cell.experiment, cell.codec, cell.payload))?;
     out.flush()?;
-    drop(out);
-    // Dropping the probe writes the dhat trace, after the records are out.
-    drop(probe);
     Ok(())
 }
