@@ -1,14 +1,17 @@
 //! The dhat build counts a known allocation pattern exactly.
 #![cfg(feature = "dhat")]
 
+use std::hint::black_box;
+
 #[test]
 fn known_pattern_gives_exact_counts() {
     let probe = probe::Probe::start(None);
     assert_eq!(probe.variant(), probe::Variant::Dhat);
     let before = probe.counters();
-    let a: Vec<u8> = Vec::with_capacity(100);
-    let b: Box<[u64; 4]> = Box::new([1, 2, 3, 4]);
-    let c = String::from("twelve bytes");
+    // black_box: in the release profile LLVM may otherwise elide unused allocations.
+    let a: Vec<u8> = black_box(Vec::with_capacity(100));
+    let b: Box<[u64; 4]> = black_box(Box::new([1, 2, 3, 4]));
+    let c = black_box(String::from("twelve bytes"));
     let after = probe.counters();
     let d = after.since(&before);
     assert_eq!(d.allocs, Some(3));

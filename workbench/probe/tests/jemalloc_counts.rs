@@ -1,14 +1,17 @@
 //! The jemalloc build counts this thread's bytes (usable sizes) and reads stats.
 #![cfg(feature = "jemalloc")]
 
+use std::hint::black_box;
+
 #[test]
 fn known_pattern_gives_exact_usable_bytes() {
     let probe = probe::Probe::start(None);
     assert_eq!(probe.variant(), probe::Variant::Jemalloc);
     let before = probe.counters();
     // 4096 and 64 are jemalloc size classes: usable size equals the request.
-    let a: Vec<u8> = Vec::with_capacity(4096);
-    let b: Vec<u8> = Vec::with_capacity(64);
+    // black_box: in the release profile LLVM may otherwise elide unused allocations.
+    let a: Vec<u8> = black_box(Vec::with_capacity(4096));
+    let b: Vec<u8> = black_box(Vec::with_capacity(64));
     let mid = probe.counters();
     drop((a, b));
     let after = probe.counters();
@@ -18,7 +21,7 @@ fn known_pattern_gives_exact_usable_bytes() {
 
     // 100 bytes land in the 112-byte class: the usable size is what is counted.
     let before = probe.counters();
-    let c: Vec<u8> = Vec::with_capacity(100);
+    let c: Vec<u8> = black_box(Vec::with_capacity(100));
     let d = probe.counters().since(&before);
     drop(c);
     assert_eq!(d.bytes_allocated, Some(112));

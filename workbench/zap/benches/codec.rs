@@ -41,7 +41,9 @@ fn decode_all_fields(bencher: Bencher, size: usize) {
     bencher.counter(divan::counter::BytesCount::new(msg.len())).bench_local(|| {
         let r = zap::read::<Vote>(black_box(&msg)).expect("valid");
         let p = r.payload().expect("valid");
-        r.round() ^ r.timestamp() ^ u64::from(r.vote_type())
+        r.round()
+            ^ r.timestamp()
+            ^ u64::from(r.vote_type())
             ^ u64::from(r.block_hash()[31] ^ r.voter_id()[31] ^ r.signature()[63])
             ^ p.len() as u64
     });
