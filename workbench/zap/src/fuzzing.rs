@@ -22,7 +22,8 @@ pub fn exercise(data: &[u8]) -> usize {
     ok
 }
 
-fn read_all(data: &[u8]) -> usize {
+/// `parse` and every accessor of every schema on `data`; allocation-free.
+pub fn read_all(data: &[u8]) -> usize {
     let Ok(msg) = parse(data) else { return 0 };
     let mut ok = usize::from(msg.version() > 0) + usize::from(msg.message_type() == 0);
     if let Ok(v) = msg.root::<Vote>() {
