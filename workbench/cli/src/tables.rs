@@ -23,6 +23,10 @@ pub fn display_name(codec: &str) -> String {
     match codec {
         "zap" => "ZAP".into(),
         "json-rpc" => "JSON-RPC".into(),
+        "flatbuffers" => "FlatBuffers".into(),
+        "capnp" => "Cap'n Proto".into(),
+        "capnp-scratch" => "Cap'n Proto (scratch)".into(),
+        "protobuf" => "Protobuf (prost)".into(),
         other => other.into(),
     }
 }

@@ -5,7 +5,11 @@
 use crate::vote::VoteData;
 use anyhow::Result;
 
+pub mod capnp;
+pub mod flatbuffers;
+mod generated;
 pub mod json;
+pub mod protobuf;
 pub mod zap;
 
 /// Which envelope a message travels in (JSON-RPC distinguishes them; ZAP does not).
@@ -27,7 +31,14 @@ pub trait Codec {
 }
 
 /// Every registered codec, in table order.
-pub const NAMES: &[&str] = &[zap::ZapCodec::NAME, json::JsonRpc::NAME];
+pub const NAMES: &[&str] = &[
+    zap::ZapCodec::NAME,
+    flatbuffers::FlatBuffers::NAME,
+    capnp::Capnp::NAME,
+    capnp::CapnpScratch::NAME,
+    protobuf::Protobuf::NAME,
+    json::JsonRpc::NAME,
+];
 
 /// Something generic over the codec type, run for a codec named at run time.
 pub trait WithCodec {
@@ -39,6 +50,10 @@ pub trait WithCodec {
 pub fn run_with<F: WithCodec>(name: &str, f: F) -> Option<F::Out> {
     Some(match name {
         zap::ZapCodec::NAME => f.run::<zap::ZapCodec>(),
+        flatbuffers::FlatBuffers::NAME => f.run::<flatbuffers::FlatBuffers>(),
+        capnp::Capnp::NAME => f.run::<capnp::Capnp>(),
+        capnp::CapnpScratch::NAME => f.run::<capnp::CapnpScratch>(),
+        protobuf::Protobuf::NAME => f.run::<protobuf::Protobuf>(),
         json::JsonRpc::NAME => f.run::<json::JsonRpc>(),
         _ => return None,
     })

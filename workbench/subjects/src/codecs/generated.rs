@@ -1,0 +1,18 @@
+//! Code generated at build time from the schemas beside these modules
+//! (`vote.fbs`, `vote.capnp`, `vote.proto`); see `build.rs`.
+#![allow(clippy::all, clippy::pedantic, unused_imports, dead_code, mismatched_lifetime_syntaxes, unsafe_op_in_unsafe_fn)]
+
+/// flatc output.
+pub mod fbs {
+    include!(concat!(env!("OUT_DIR"), "/vote_generated.rs"));
+}
+
+/// capnp output.
+pub mod vote_capnp {
+    include!(concat!(env!("OUT_DIR"), "/vote_capnp.rs"));
+}
+
+/// prost output.
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/bench.rs"));
+}
