@@ -1,6 +1,13 @@
 //! Code generated at build time from the schemas beside these modules
 //! (`vote.fbs`, `vote.capnp`, `vote.proto`); see `build.rs`.
-#![allow(clippy::all, clippy::pedantic, unused_imports, dead_code, mismatched_lifetime_syntaxes, unsafe_op_in_unsafe_fn)]
+#![allow(
+    clippy::all,
+    clippy::pedantic,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    unsafe_op_in_unsafe_fn
+)]
 
 /// flatc output.
 pub mod fbs {
