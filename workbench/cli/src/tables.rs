@@ -6,7 +6,7 @@
 use crate::dataset::{self, Run};
 use crate::fmt;
 use anyhow::{Context, Result};
-use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType};
+use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType, NamedFrom, Series};
 use std::path::{Path, PathBuf};
 
 /// A computed table, rendered to both formats.
@@ -254,6 +254,90 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
     })
 }
 
+/// Values of a float column, in row order (nulls dropped).
+fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
+    let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::Float64)?;
+    Ok(c.f64()?.iter().flatten().collect())
+}
+
+/// Median of element-wise ratios `a[i] / b[i]` (rows paired by round and repetition).
+fn median_ratio(a: &[f64], b: &[f64]) -> Result<Option<f64>> {
+    let ratios: Vec<f64> = a.iter().zip(b).filter(|(_, d)| **d > 0.0).map(|(n, d)| n / d).collect();
+    if ratios.is_empty() || a.len() != b.len() {
+        return Ok(None);
+    }
+    Ok(Series::new("r".into(), ratios).median())
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map_or_else(dash, |r| format!("{}×", fmt::sig3(r)))
+}
+
+/// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
+pub fn codec_speed(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    let mut rounds = 0;
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let pick = |implementation: &str, op: &str| {
+                select(
+                    df,
+                    &[("codec", codec), ("implementation", implementation), ("op", op)],
+                    &[("payload", payload as u64)],
+                )
+            };
+            let (enc, dec) = (pick("codec", "encode")?, pick("codec", "decode")?);
+            let (zenc, zdec, copy) = (pick("zap", "encode")?, pick("zap", "decode")?, pick("memcpy", "copy")?);
+            rounds = rounds.max(enc.height());
+            let ns = |d: &DataFrame| -> Result<Vec<f64>> { floats(d, "ns_per_op") };
+            let (e, d, ze, zd, m) = (ns(&enc)?, ns(&dec)?, ns(&zenc)?, ns(&zdec)?, ns(&copy)?);
+            let ns_dist = |s: Option<(f64, f64, f64)>| match s {
+                Some((med, min, max)) => format!("{} [{}, {}]", fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
+                None => dash(),
+            };
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                opt_count(median(&enc, "wire_bytes")?),
+                ns_dist(stats(&enc, "ns_per_op")?),
+                ns_dist(stats(&dec, "ns_per_op")?),
+                ratio(median_ratio(&e, &ze)?),
+                ratio(median_ratio(&d, &zd)?),
+                ratio(median_ratio(&e, &m)?),
+                ratio(median_ratio(&d, &m)?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "codec-speed",
+        caption: format!(
+            "Encode and decode time per message, ns/op: median [min, max] over {rounds} timed rounds of {} operations \
+             each ({} repetition(s)). In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
+             to back in one process; ratios are medians of the per-round ratios. System allocator, {} profile; a \
+             shared 2-core machine, so read spreads before differences.",
+            fmt::thousands(s.messages),
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Protocol",
+            "Payload",
+            "Wire bytes",
+            "Encode ns/op",
+            "Decode ns/op",
+            "Enc vs ZAP",
+            "Dec vs ZAP",
+            "Enc vs memcpy",
+            "Dec vs memcpy",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
+
 fn tex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -263,6 +347,7 @@ fn tex_escape(s: &str) -> String {
                 out.push(c);
             }
             '–' => out.push_str("--"),
+            '×' => out.push_str("$\\times$"),
             '^' => out.push_str("\\^{}"),
             _ => out.push(c),
         }
@@ -308,12 +393,16 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     };
     let alloc = load("alloc-profile")?;
     let heap = load("heap-growth")?;
+    let speed = load("codec-speed")?;
     let mut tables = Vec::new();
     if let Some(a) = &alloc {
         tables.push(alloc_profile(a, heap.as_ref())?);
     }
     if let Some(h) = &heap {
         tables.push(heap_growth(h)?);
+    }
+    if let Some(s) = &speed {
+        tables.push(codec_speed(s)?);
     }
     Ok(tables)
 }

@@ -9,10 +9,11 @@ use anyhow::{anyhow, Result};
 use std::io::Write;
 
 pub mod alloc_profile;
+pub mod codec_speed;
 pub mod heap_growth;
 
 /// Every registered experiment.
-pub const NAMES: &[&str] = &[alloc_profile::NAME, heap_growth::NAME];
+pub const NAMES: &[&str] = &[alloc_profile::NAME, heap_growth::NAME, codec_speed::NAME];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {
@@ -30,6 +31,7 @@ impl WithCodec for Dispatch<'_> {
         match ctx.cell.experiment.as_str() {
             alloc_profile::NAME => alloc_profile::run::<C>(ctx),
             heap_growth::NAME => heap_growth::run::<C>(ctx),
+            codec_speed::NAME => codec_speed::run::<C>(ctx),
             other => Err(anyhow!("unknown experiment {other:?}; known: {NAMES:?}")),
         }
     }
