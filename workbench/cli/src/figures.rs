@@ -67,71 +67,159 @@ pub fn heap_growth_lines(run: &Run) -> Result<Vec<Line>> {
     Ok(lines)
 }
 
-/// Floor of the log axis: zero is drawn here and labelled "0 B".
+/// Floor of the heap figure's log axis: zero is drawn here and labelled "0 B".
 const FLOOR: f64 = 1.0;
 
-fn draw_heap_growth<DB: DrawingBackend>(
-    area: DrawingArea<DB, Shift>,
-    lines: &[Line],
-    title: &str,
-    scale: f64,
-) -> Result<()>
+/// What differs between the line charts: axes, their scales and labels.
+pub struct Chart<'a> {
+    pub title: String,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub x_log: bool,
+    pub x_range: (f64, f64),
+    /// Log scale from `FLOOR`, values below drawn on the floor and labelled 0.
+    pub y_log_floor: bool,
+    pub y_range: (f64, f64),
+    pub x_fmt: &'a dyn Fn(&f64) -> String,
+    pub y_fmt: &'a dyn Fn(&f64) -> String,
+}
+
+fn draw_lines<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, lines: &[Line], c: &Chart<'_>, scale: f64) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing: {e:?}");
     area.fill(&WHITE).map_err(err)?;
-    let xmax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
-    let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
     let px = |v: f64| (v * scale) as u32;
-    let mut chart = ChartBuilder::on(&area)
-        .caption(title, ("sans-serif", px(20.0)))
+    let mut builder = ChartBuilder::on(&area);
+    builder
+        .caption(&c.title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
         .margin_right(px(30.0))
         .x_label_area_size(px(45.0))
-        .y_label_area_size(px(80.0))
-        .build_cartesian_2d(0f64..xmax, (FLOOR..ymax).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("round trips")
-        .y_desc("cumulative bytes allocated (log)")
-        .label_style(("sans-serif", px(13.0)))
-        .axis_desc_style(("sans-serif", px(14.0)))
-        .x_label_formatter(&|v| crate::fmt::count(v.round()))
-        .y_label_formatter(&|v| {
-            if *v <= FLOOR {
-                "0 B".into()
-            } else {
-                crate::fmt::si_bytes(*v)
+        .y_label_area_size(px(80.0));
+    let (x0, x1) = c.x_range;
+    let (y0, y1) = c.y_range;
+    // NOTE: plotters types a chart by its coordinate kinds, so each axis combination is its own arm.
+    macro_rules! body {
+        ($chart:expr, $map:expr) => {{
+            let mut chart = $chart.map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_desc(c.x_desc)
+                .y_desc(c.y_desc)
+                .label_style(("sans-serif", px(13.0)))
+                .axis_desc_style(("sans-serif", px(14.0)))
+                .x_label_formatter(c.x_fmt)
+                .y_label_formatter(c.y_fmt)
+                .draw()
+                .map_err(err)?;
+            for (i, line) in lines.iter().enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                chart
+                    .draw_series(LineSeries::new(line.points.iter().map($map), color.stroke_width(px(2.0))))
+                    .map_err(err)?
+                    .label(line.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
             }
-        })
-        .draw()
-        .map_err(err)?;
-    for (i, line) in lines.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let all_zero = line.points.iter().all(|p| p.1 <= 0.0);
-        let label =
-            if all_zero { format!("{}: 0 B (drawn on the axis floor)", line.label) } else { line.label.clone() };
-        chart
-            .draw_series(LineSeries::new(
-                line.points.iter().map(|&(x, y)| (x, y.max(FLOOR))),
-                color.stroke_width(px(2.0)),
-            ))
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .label_font(("sans-serif", px(13.0)))
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()
+                .map_err(err)?;
+        }};
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", px(13.0)))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    match (c.x_log, c.y_log_floor) {
+        (false, true) => {
+            body!(builder.build_cartesian_2d(x0..x1, (FLOOR..y1).log_scale()), |&(x, y): &(f64, f64)| (x, y.max(FLOOR)))
+        }
+        (true, false) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1), |&p: &(f64, f64)| p),
+        (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1), |&p: &(f64, f64)| p),
+        (true, true) => body!(
+            builder.build_cartesian_2d((x0..x1).log_scale(), (FLOOR..y1).log_scale()),
+            |&(x, y): &(f64, f64)| (x, y.max(FLOOR))
+        ),
+    }
     area.present().map_err(err)?;
     Ok(())
+}
+
+/// Draws `name.svg` (900×560) and `name.png` (twice the size) in `dir`.
+fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
+    let svg = dir.join(format!("{name}.svg"));
+    draw_lines(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), lines, chart, 1.0)?;
+    let png = dir.join(format!("{name}.png"));
+    draw_lines(BitMapBackend::new(&png, (1800, 1120)).into_drawing_area(), lines, chart, 2.0)?;
+    Ok(vec![svg, png])
+}
+
+fn heap_growth_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let mut lines = heap_growth_lines(run)?;
+    for l in &mut lines {
+        if l.points.iter().all(|p| p.1 <= 0.0) {
+            l.label += ": 0 B (drawn on the axis floor)";
+        }
+    }
+    let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
+    let xmax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
+    let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
+    let chart = Chart {
+        title: format!(
+            "Heap growth over {} round trips (dhat build, {})",
+            crate::fmt::thousands(n),
+            run.manifest.run_id
+        ),
+        x_desc: "round trips",
+        y_desc: "cumulative bytes allocated (log)",
+        x_log: false,
+        x_range: (0.0, xmax),
+        y_log_floor: true,
+        y_range: (FLOOR, ymax),
+        x_fmt: &|v| crate::fmt::count(v.round()),
+        y_fmt: &|v| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) },
+    };
+    write_both(dir, "heap-growth", &lines, &chart)
+}
+
+fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let spec = &run.manifest.spec;
+    let mut lines = Vec::new();
+    for stack in &spec.codecs {
+        for &payload in &spec.payloads {
+            let v = crate::tables::latencies_us(run, stack, payload as u64)?;
+            let n = v.len() as f64;
+            // One point per 0.1 % of the distribution keeps the files small and the curve exact enough.
+            let step = (v.len() / 1000).max(1);
+            let mut points: Vec<(f64, f64)> =
+                v.iter().enumerate().step_by(step).map(|(i, x)| (*x, (i + 1) as f64 / n * 100.0)).collect();
+            if let Some(last) = v.last() {
+                points.push((*last, 100.0));
+            }
+            let mut label = display_name(stack);
+            if spec.payloads.len() > 1 {
+                label += &format!(" ({})", crate::fmt::bytes(payload as f64));
+            }
+            lines.push(Line { label, points });
+        }
+    }
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let xmin = xs.clone().fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
+    let xmax = xs.fold(1.0, f64::max) * 1.25;
+    let chart = Chart {
+        title: format!("Round-trip latency over loopback ({}, {})", spec.variants.join(", "), run.manifest.run_id),
+        x_desc: "round-trip latency, µs (log)",
+        y_desc: "percentile of round trips",
+        x_log: true,
+        x_range: (xmin, xmax),
+        y_log_floor: false,
+        y_range: (0.0, 100.0),
+        x_fmt: &|v| crate::fmt::sig3(*v),
+        y_fmt: &|v| format!("{v:.0}"),
+    };
+    write_both(dir, "roundtrip-latency", &lines, &chart)
 }
 
 /// Regenerates every figure from the newest runs at `scale`; the files written.
@@ -141,16 +229,10 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     if let Some(run_dir) = dataset::latest_run(data, "heap-growth", scale)? {
-        let run = dataset::load_run(&run_dir)?;
-        let lines = heap_growth_lines(&run)?;
-        let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
-        let title =
-            format!("Heap growth over {} round trips (dhat build, {})", crate::fmt::thousands(n), run.manifest.run_id);
-        let svg = dir.join("heap-growth.svg");
-        draw_heap_growth(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), &lines, &title, 1.0)?;
-        let png = dir.join("heap-growth.png");
-        draw_heap_growth(BitMapBackend::new(&png, (1800, 1120)).into_drawing_area(), &lines, &title, 2.0)?;
-        written.extend([svg, png]);
+        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?)?);
+    }
+    if let Some(run_dir) = dataset::latest_run(data, "roundtrip-latency", scale)? {
+        written.extend(latency_figure(&dir, &dataset::load_run(&run_dir)?)?);
     }
     Ok(written)
 }

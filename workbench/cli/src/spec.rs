@@ -11,7 +11,7 @@ pub struct Spec {
     pub experiment: String,
     #[serde(default)]
     pub description: String,
-    /// Codecs to run, by registered name.
+    /// Codecs to run, by registered name (transport stacks, for transport experiments).
     pub codecs: Vec<String>,
     /// Payload sizes in bytes added to each vote (0 = the bare 145-byte vote).
     #[serde(default = "default_payloads")]
@@ -91,9 +91,15 @@ impl Spec {
         if self.codecs.is_empty() {
             return bad("codecs", "list at least one codec".into());
         }
+        // Transport experiments name transport stacks in `codecs`; the others name codecs.
+        let (kind, known) = if subjects::experiments::OVER_TRANSPORTS.contains(&self.experiment.as_str()) {
+            ("transport", subjects::transports::NAMES)
+        } else {
+            ("codec", subjects::codecs::NAMES)
+        };
         for c in &self.codecs {
-            if !subjects::codecs::NAMES.contains(&c.as_str()) {
-                return bad("codecs", format!("unknown codec {c:?}; known: {:?}", subjects::codecs::NAMES));
+            if !known.contains(&c.as_str()) {
+                return bad("codecs", format!("unknown {kind} {c:?} for {}; known: {known:?}", self.experiment));
             }
         }
         if self.variants.is_empty() {

@@ -27,6 +27,10 @@ pub fn display_name(codec: &str) -> String {
         "capnp" => "Cap'n Proto".into(),
         "capnp-scratch" => "Cap'n Proto (scratch)".into(),
         "protobuf" => "Protobuf (prost)".into(),
+        "zap-tcp" => "ZAP (TCP, RPC)".into(),
+        "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
+        "capnp-tcp" => "Cap'n Proto (TCP)".into(),
+        "protobuf-tcp" => "Protobuf (TCP, framed)".into(),
         other => other.into(),
     }
 }
@@ -338,6 +342,97 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
     })
 }
 
+/// Allocations per round trip over each transport stack.
+pub fn transport_alloc(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for t in &spec.codecs {
+        for &payload in &spec.payloads {
+            let d = select(df, &[("codec", t), ("variant", "dhat")], &[("payload", payload as u64)])?;
+            let j = select(df, &[("codec", t), ("variant", "jemalloc")], &[("payload", payload as u64)])?;
+            rows.push(vec![
+                display_name(t),
+                fmt::bytes(payload as f64),
+                dist(stats(&d, "allocs")?),
+                opt_bytes(median(&d, "bytes")?),
+                opt_bytes(median(&j, "bytes")?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "transport-alloc",
+        caption: format!(
+            "Heap allocations per round trip over loopback TCP, client and server together: median [min, max] over \
+             {} round trips after {} warm-up, {} repetition(s), dhat build. The jemalloc column counts the client \
+             thread only (per-thread counters). {} profile.",
+            fmt::thousands(s.messages),
+            s.warmup,
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec!["Stack", "Payload", "Allocs/RT", "B/RT", "B/RT client (jemalloc)"],
+        rows,
+        source: source_of(run),
+    })
+}
+
+/// Nearest-rank percentile `p` (0..=100) of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted.get(rank.min(sorted.len()) - 1).copied()
+}
+
+/// Sorted latencies in µs of one stack and payload, all repetitions pooled.
+pub fn latencies_us(run: &Run, stack: &str, payload: u64) -> Result<Vec<f64>> {
+    let d = select(&run.records, &[("codec", stack)], &[("payload", payload)])?;
+    let mut v: Vec<f64> = floats(&d, "ns")?.into_iter().map(|ns| ns / 1e3).collect();
+    v.sort_by(f64::total_cmp);
+    Ok(v)
+}
+
+/// Round-trip latency percentiles per transport stack.
+pub fn roundtrip_latency(run: &Run) -> Result<Table> {
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for t in &spec.codecs {
+        for &payload in &spec.payloads {
+            let v = latencies_us(run, t, payload as u64)?;
+            let us = |p: f64| percentile(&v, p).map_or_else(dash, fmt::sig3);
+            rows.push(vec![
+                display_name(t),
+                fmt::bytes(payload as f64),
+                fmt::thousands(v.len() as u64),
+                us(50.0),
+                us(95.0),
+                us(99.0),
+                us(99.9),
+                v.last().map_or_else(dash, |m| fmt::sig3(*m)),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "roundtrip-latency",
+        caption: format!(
+            "Round-trip latency over loopback, one connection, in µs (nearest-rank percentiles of every round trip, \
+             {} warm-up round trips excluded, {} repetition(s) pooled; n = round trips). Variant: {}; {} profile; \
+             a shared 2-core machine.",
+            fmt::thousands(s.warmup),
+            s.repetitions,
+            spec.variants.join(", "),
+            run.manifest.profile
+        ),
+        header: vec!["Stack", "Payload", "n", "p50", "p95", "p99", "p99.9", "max"],
+        rows,
+        source: source_of(run),
+    })
+}
+
 fn tex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -348,6 +443,7 @@ fn tex_escape(s: &str) -> String {
             }
             '–' => out.push_str("--"),
             '×' => out.push_str("$\\times$"),
+            'µ' => out.push_str("$\\mu$"),
             '^' => out.push_str("\\^{}"),
             _ => out.push(c),
         }
@@ -394,6 +490,8 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     let alloc = load("alloc-profile")?;
     let heap = load("heap-growth")?;
     let speed = load("codec-speed")?;
+    let transport = load("transport-alloc")?;
+    let latency = load("roundtrip-latency")?;
     let mut tables = Vec::new();
     if let Some(a) = &alloc {
         tables.push(alloc_profile(a, heap.as_ref())?);
@@ -403,6 +501,12 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     }
     if let Some(s) = &speed {
         tables.push(codec_speed(s)?);
+    }
+    if let Some(t) = &transport {
+        tables.push(transport_alloc(t)?);
+    }
+    if let Some(l) = &latency {
+        tables.push(roundtrip_latency(l)?);
     }
     Ok(tables)
 }

@@ -4,6 +4,7 @@
 //! records carry only what was measured.
 
 use crate::codecs::{self, Codec, WithCodec};
+use crate::transports::{self, Transport, WithTransport};
 use crate::Cell;
 use anyhow::{anyhow, Result};
 use std::io::Write;
@@ -11,9 +12,14 @@ use std::io::Write;
 pub mod alloc_profile;
 pub mod codec_speed;
 pub mod heap_growth;
+pub mod roundtrip;
 
 /// Every registered experiment.
-pub const NAMES: &[&str] = &[alloc_profile::NAME, heap_growth::NAME, codec_speed::NAME];
+pub const NAMES: &[&str] =
+    &[alloc_profile::NAME, heap_growth::NAME, codec_speed::NAME, roundtrip::ALLOC, roundtrip::LATENCY];
+
+/// Experiments whose cells name a transport rather than a codec.
+pub const OVER_TRANSPORTS: &[&str] = &[roundtrip::ALLOC, roundtrip::LATENCY];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {
@@ -37,9 +43,22 @@ impl WithCodec for Dispatch<'_> {
     }
 }
 
-/// Runs the cell's experiment against the cell's codec.
+struct DispatchTransport<'a>(Ctx<'a>);
+
+impl WithTransport for DispatchTransport<'_> {
+    type Out = Result<()>;
+    fn run<T: Transport>(self) -> Result<()> {
+        roundtrip::run::<T>(self.0)
+    }
+}
+
+/// Runs the cell's experiment against the cell's codec or transport.
 pub fn run(ctx: Ctx<'_>) -> Result<()> {
     let codec = ctx.cell.codec.clone();
+    if OVER_TRANSPORTS.contains(&ctx.cell.experiment.as_str()) {
+        return transports::run_with(&codec, DispatchTransport(ctx))
+            .ok_or_else(|| anyhow!("unknown transport {codec:?}; known: {:?}", transports::NAMES))?;
+    }
     codecs::run_with(&codec, Dispatch(ctx))
         .ok_or_else(|| anyhow!("unknown codec {codec:?}; known: {:?}", codecs::NAMES))?
 }
