@@ -33,10 +33,13 @@ fn main() {
         panic!("capnp failed on {dir}/vote.capnp: {e} (run scripts/setup.sh, or apt-get install capnproto)");
     }
 
+    // protoc: the vendored binary, so no system package is needed. tonic-prost-build
+    // generates the messages (as prost-build would) plus the gRPC service.
     let protoc = protoc_bin_vendored::protoc_bin_path().expect("vendored protoc for this platform");
-    prost_build::Config::new()
-        .protoc_executable(protoc)
+    let mut config = prost_build::Config::new();
+    config.protoc_executable(protoc);
+    tonic_prost_build::configure()
         .out_dir(&out)
-        .compile_protos(&[format!("{dir}/vote.proto")], &[dir])
+        .compile_with_config(config, &[format!("{dir}/vote.proto")], &[dir.to_string()])
         .unwrap_or_else(|e| panic!("protoc failed on {dir}/vote.proto: {e}"));
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 pub mod capnp;
 pub mod flatbuffers;
-mod generated;
+pub(crate) mod generated;
 pub mod json;
 pub mod protobuf;
 pub mod zap;

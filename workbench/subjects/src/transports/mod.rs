@@ -16,6 +16,8 @@ use crate::vote::VoteData;
 use anyhow::Result;
 
 pub mod framed;
+pub mod grpc;
+pub mod json_http;
 pub mod zap_rpc;
 
 /// The same few operations for every transport.
@@ -29,8 +31,11 @@ pub trait Transport: Sized {
 }
 
 /// Every registered transport, in table order.
-pub const NAMES: &[&str] =
-    &[zap_rpc::ZapRpc::NAME, framed::FlatBuffersTcp::NAME, framed::CapnpTcp::NAME, framed::ProtobufTcp::NAME];
+pub const NAMES: &[&str] = &[
+    zap_rpc::ZapRpc::NAME, framed::FlatBuffersTcp::NAME, framed::CapnpTcp::NAME, framed::ProtobufTcp::NAME,
+    grpc::Grpc::NAME,
+    json_http::JsonHttp::NAME,
+];
 
 /// Something generic over the transport type, run for a transport named at run time.
 pub trait WithTransport {
@@ -45,6 +50,8 @@ pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
         framed::FlatBuffersTcp::NAME => f.run::<framed::FlatBuffersTcp>(),
         framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
         framed::ProtobufTcp::NAME => f.run::<framed::ProtobufTcp>(),
+        grpc::Grpc::NAME => f.run::<grpc::Grpc>(),
+        json_http::JsonHttp::NAME => f.run::<json_http::JsonHttp>(),
         _ => return None,
     })
 }
