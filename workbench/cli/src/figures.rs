@@ -156,7 +156,7 @@ fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Resu
     Ok(vec![svg, png])
 }
 
-fn heap_growth_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
     let mut lines = heap_growth_lines(run)?;
     for l in &mut lines {
         if l.points.iter().all(|p| p.1 <= 0.0) {
@@ -168,8 +168,9 @@ fn heap_growth_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
     let chart = Chart {
         title: format!(
-            "Heap growth over {} round trips (dhat build, {})",
+            "Heap growth over {} round trips, {} (dhat build, {})",
             crate::fmt::thousands(n),
+            if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" },
             run.manifest.run_id
         ),
         x_desc: "round trips",
@@ -181,7 +182,7 @@ fn heap_growth_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         x_fmt: &|v| crate::fmt::count(v.round()),
         y_fmt: &|v| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) },
     };
-    write_both(dir, "heap-growth", &lines, &chart)
+    write_both(dir, name, &lines, &chart)
 }
 
 fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
@@ -229,7 +230,10 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     if let Some(run_dir) = dataset::latest_run(data, "heap-growth", scale)? {
-        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?)?);
+        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?, "heap-growth")?);
+    }
+    if let Some(run_dir) = dataset::latest_run(data, "transport-heap-growth", scale)? {
+        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?, "transport-heap-growth")?);
     }
     if let Some(run_dir) = dataset::latest_run(data, "roundtrip-latency", scale)? {
         written.extend(latency_figure(&dir, &dataset::load_run(&run_dir)?)?);

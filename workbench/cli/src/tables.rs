@@ -31,6 +31,9 @@ pub fn display_name(codec: &str) -> String {
         "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
         "capnp-tcp" => "Cap'n Proto (TCP)".into(),
         "protobuf-tcp" => "Protobuf (TCP, framed)".into(),
+        "grpc" => "gRPC (tonic)".into(),
+        "quic" => "QUIC (quinn, raw)".into(),
+        "json-rpc-http" => "JSON-RPC (hyper HTTP/1.1)".into(),
         other => other.into(),
     }
 }
@@ -185,8 +188,9 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
     })
 }
 
-/// The paper's second table: cumulative heap after N round trips.
-pub fn heap_growth(run: &Run) -> Result<Table> {
+/// The paper's second table: cumulative heap after N round trips
+/// (`name` is `heap-growth`, codecs in process, or `transport-heap-growth`).
+pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
     let df = &run.records;
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
@@ -228,10 +232,15 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
         }
     }
     let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let what = if name == "heap-growth" {
+        "encode+decode round trips in one process, from a cold start"
+    } else {
+        "round trips over loopback per transport stack (client and server, connection already open)"
+    };
     Ok(Table {
-        name: "heap-growth",
+        name,
         caption: format!(
-            "Cumulative heap after {} encode+decode round trips from a cold start ({} repetition(s), median). \
+            "Cumulative heap after {} {what} ({} repetition(s), median). \
              Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; purges \
              (jemalloc dirty+muzzy, the Rust analogue of GC cycles: there is no collector) and peak RSS from the \
              jemalloc build. Steady-state rates per million messages are the slope between the first sample and \
@@ -241,7 +250,7 @@ pub fn heap_growth(run: &Run) -> Result<Table> {
             run.manifest.profile
         ),
         header: vec![
-            "Protocol",
+            "Stack",
             "Payload",
             "Messages",
             "Total allocated",
@@ -491,19 +500,23 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     let heap = load("heap-growth")?;
     let speed = load("codec-speed")?;
     let transport = load("transport-alloc")?;
+    let transport_heap = load("transport-heap-growth")?;
     let latency = load("roundtrip-latency")?;
     let mut tables = Vec::new();
     if let Some(a) = &alloc {
         tables.push(alloc_profile(a, heap.as_ref())?);
     }
     if let Some(h) = &heap {
-        tables.push(heap_growth(h)?);
+        tables.push(heap_growth(h, "heap-growth")?);
     }
     if let Some(s) = &speed {
         tables.push(codec_speed(s)?);
     }
     if let Some(t) = &transport {
         tables.push(transport_alloc(t)?);
+    }
+    if let Some(h) = &transport_heap {
+        tables.push(heap_growth(h, "transport-heap-growth")?);
     }
     if let Some(l) = &latency {
         tables.push(roundtrip_latency(l)?);

@@ -3,6 +3,7 @@
 
 use super::Ctx;
 use crate::codecs::{Codec, Side};
+use crate::transports::Transport;
 use crate::vote::VoteData;
 use anyhow::Result;
 use probe::Snapshot;
@@ -10,6 +11,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 pub const NAME: &str = "heap-growth";
+pub const OVER_TRANSPORTS: &str = "transport-heap-growth";
 
 #[derive(Serialize)]
 struct Record {
@@ -48,22 +50,36 @@ fn record(kind: &'static str, messages: u64, s: &Snapshot, base: &Snapshot, elap
     }
 }
 
+/// In-process round trips through a codec.
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
+    let (mut client, mut server) = (C::new(), C::new());
+    run_loop(ctx, |v| {
+        let req = client.encode(v, Side::Request)?;
+        server.decode(req, v, Side::Request)?;
+        let resp = server.encode(v, Side::Response)?;
+        client.decode(resp, v, Side::Response)
+    })
+}
+
+/// Round trips over a transport stack, client and server (`transport-heap-growth`).
+/// The connection is set up before the baseline snapshot: growth is per message.
+pub fn run_transport<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
+    let mut t = T::start(ctx.cell.seed, ctx.cell.payload)?;
+    run_loop(ctx, |v| t.round_trip(v))
+}
+
+fn run_loop(ctx: Ctx<'_>, mut round_trip: impl FnMut(&VoteData) -> Result<()>) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;
     let every = cell.sample_every.max(1);
     let mut samples: Vec<(u64, Snapshot, f64)> = Vec::with_capacity((cell.messages / every + 2) as usize);
     let mut v = VoteData::with_payload(cell.payload);
-    let (mut client, mut server) = (C::new(), C::new());
     let base = probe.snapshot();
     let start = Instant::now();
     samples.push((0, base, 0.0));
     for i in 0..cell.messages {
         v.set(cell.seed, i);
-        let req = client.encode(&v, Side::Request)?;
-        server.decode(req, &v, Side::Request)?;
-        let resp = server.encode(&v, Side::Response)?;
-        client.decode(resp, &v, Side::Response)?;
+        round_trip(&v)?;
         if (i + 1) % every == 0 {
             samples.push((i + 1, probe.snapshot(), start.elapsed().as_secs_f64()));
             super::progress(i + 1, cell.messages);

@@ -15,11 +15,17 @@ pub mod heap_growth;
 pub mod roundtrip;
 
 /// Every registered experiment.
-pub const NAMES: &[&str] =
-    &[alloc_profile::NAME, heap_growth::NAME, codec_speed::NAME, roundtrip::ALLOC, roundtrip::LATENCY];
+pub const NAMES: &[&str] = &[
+    alloc_profile::NAME,
+    heap_growth::NAME,
+    codec_speed::NAME,
+    roundtrip::ALLOC,
+    roundtrip::LATENCY,
+    heap_growth::OVER_TRANSPORTS,
+];
 
 /// Experiments whose cells name a transport rather than a codec.
-pub const OVER_TRANSPORTS: &[&str] = &[roundtrip::ALLOC, roundtrip::LATENCY];
+pub const OVER_TRANSPORTS: &[&str] = &[roundtrip::ALLOC, roundtrip::LATENCY, heap_growth::OVER_TRANSPORTS];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {
@@ -48,7 +54,11 @@ struct DispatchTransport<'a>(Ctx<'a>);
 impl WithTransport for DispatchTransport<'_> {
     type Out = Result<()>;
     fn run<T: Transport>(self) -> Result<()> {
-        roundtrip::run::<T>(self.0)
+        let ctx = self.0;
+        match ctx.cell.experiment.as_str() {
+            heap_growth::OVER_TRANSPORTS => heap_growth::run_transport::<T>(ctx),
+            _ => roundtrip::run::<T>(ctx),
+        }
     }
 }
 

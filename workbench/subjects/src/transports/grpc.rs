@@ -93,7 +93,8 @@ impl Transport for Grpc {
             });
         });
         let rt = Builder::new_current_thread().enable_all().build()?;
-        let client = rt.block_on(VotingClient::connect(format!("http://{addr}"))).context("connecting to the gRPC server")?;
+        let client =
+            rt.block_on(VotingClient::connect(format!("http://{addr}"))).context("connecting to the gRPC server")?;
         Ok(Grpc { rt: Some(rt), client: Some(client), stop: Some(stop), server: Some(server) })
     }
 

@@ -60,8 +60,12 @@ impl Transport for JsonHttp {
             let _ = sock.set_nodelay(true).and_then(|_| sock.set_nonblocking(true));
             rt.block_on(async move {
                 let Ok(sock) = tokio::net::TcpStream::from_std(sock) else { return };
-                let state =
-                    Rc::new(RefCell::new(State { seed, next: 0, expect: VoteData::with_payload(payload), codec: JsonRpc::new() }));
+                let state = Rc::new(RefCell::new(State {
+                    seed,
+                    next: 0,
+                    expect: VoteData::with_payload(payload),
+                    codec: JsonRpc::new(),
+                }));
                 let svc = hyper::service::service_fn(move |req| handle(req, state.clone()));
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(sock), svc).await;
             });
@@ -83,7 +87,9 @@ impl Transport for JsonHttp {
             .header(HOST, "127.0.0.1")
             .header(CONTENT_TYPE, "application/json")
             .body(Full::new(body))?;
-        let (Some(rt), Some(sender)) = (&self.rt, self.sender.as_mut()) else { return Err(anyhow!("connection closed")) };
+        let (Some(rt), Some(sender)) = (&self.rt, self.sender.as_mut()) else {
+            return Err(anyhow!("connection closed"));
+        };
         let (status, bytes) = rt.block_on(async {
             let resp = sender.send_request(req).await?;
             let status = resp.status();

@@ -18,6 +18,7 @@ use anyhow::Result;
 pub mod framed;
 pub mod grpc;
 pub mod json_http;
+pub mod quic;
 pub mod zap_rpc;
 
 /// The same few operations for every transport.
@@ -32,8 +33,12 @@ pub trait Transport: Sized {
 
 /// Every registered transport, in table order.
 pub const NAMES: &[&str] = &[
-    zap_rpc::ZapRpc::NAME, framed::FlatBuffersTcp::NAME, framed::CapnpTcp::NAME, framed::ProtobufTcp::NAME,
+    zap_rpc::ZapRpc::NAME,
+    framed::FlatBuffersTcp::NAME,
+    framed::CapnpTcp::NAME,
+    framed::ProtobufTcp::NAME,
     grpc::Grpc::NAME,
+    quic::Quic::NAME,
     json_http::JsonHttp::NAME,
 ];
 
@@ -51,6 +56,7 @@ pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
         framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
         framed::ProtobufTcp::NAME => f.run::<framed::ProtobufTcp>(),
         grpc::Grpc::NAME => f.run::<grpc::Grpc>(),
+        quic::Quic::NAME => f.run::<quic::Quic>(),
         json_http::JsonHttp::NAME => f.run::<json_http::JsonHttp>(),
         _ => return None,
     })
