@@ -54,8 +54,8 @@ pub fn thousands(v: u64) -> String {
 
 /// A count that may be fractional (a median of an even count, a rate).
 pub fn count(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        thousands(v as u64)
+    if (v.fract() == 0.0 || v.abs() >= 1000.0) && v >= 0.0 && v < 1e15 {
+        thousands(v.round() as u64)
     } else {
         sig3(v)
     }
@@ -75,5 +75,6 @@ mod tests {
         assert_eq!(si_bytes(1.0), "1 B");
         assert_eq!(count(2.5), "2.50");
         assert_eq!(count(12.0), "12");
+        assert_eq!(count(77_003_469.4), "77,003,469");
     }
 }
