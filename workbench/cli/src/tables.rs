@@ -32,6 +32,7 @@ pub fn display_name(codec: &str) -> String {
         "capnp-tcp" => "Cap'n Proto (TCP)".into(),
         "protobuf-tcp" => "Protobuf (TCP, framed)".into(),
         "grpc" => "gRPC (tonic)".into(),
+        "protobuf-mux" => "Protobuf-mux (yamux)".into(),
         "quic" => "QUIC (quinn, raw)".into(),
         "json-rpc-http" => "JSON-RPC (hyper HTTP/1.1)".into(),
         other => other.into(),

@@ -18,6 +18,7 @@ use anyhow::Result;
 pub mod framed;
 pub mod grpc;
 pub mod json_http;
+pub mod mux;
 pub mod quic;
 pub mod zap_rpc;
 
@@ -37,6 +38,7 @@ pub const NAMES: &[&str] = &[
     framed::FlatBuffersTcp::NAME,
     framed::CapnpTcp::NAME,
     framed::ProtobufTcp::NAME,
+    mux::Mux::NAME,
     grpc::Grpc::NAME,
     quic::Quic::NAME,
     json_http::JsonHttp::NAME,
@@ -55,6 +57,7 @@ pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
         framed::FlatBuffersTcp::NAME => f.run::<framed::FlatBuffersTcp>(),
         framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
         framed::ProtobufTcp::NAME => f.run::<framed::ProtobufTcp>(),
+        mux::Mux::NAME => f.run::<mux::Mux>(),
         grpc::Grpc::NAME => f.run::<grpc::Grpc>(),
         quic::Quic::NAME => f.run::<quic::Quic>(),
         json_http::JsonHttp::NAME => f.run::<json_http::JsonHttp>(),
