@@ -54,7 +54,7 @@ pub fn thousands(v: u64) -> String {
 
 /// A count that may be fractional (a median of an even count, a rate).
 pub fn count(v: f64) -> String {
-    if (v.fract() == 0.0 || v.abs() >= 1000.0) && v >= 0.0 && v < 1e15 {
+    if (v.fract() == 0.0 || v.abs() >= 1000.0) && (0.0..1e15).contains(&v) {
         thousands(v.round() as u64)
     } else {
         sig3(v)
