@@ -20,6 +20,17 @@ warmup = 2
 messages = 100
 "#;
 
+const TRANSPORT: &str = r#"
+experiment = "transport-alloc"
+codecs = ["zap-tcp", "protobuf-tcp"]
+variants = ["dhat"]
+[quick]
+messages = 50
+warmup = 5
+[full]
+messages = 100
+"#;
+
 const HEAP: &str = r#"
 experiment = "heap-growth"
 codecs = ["zap", "json-rpc"]
@@ -91,6 +102,18 @@ fn tiny_suite_end_to_end() {
     assert_eq!(allocs_of(&second.dir, "json-rpc", "dhat"), json);
     assert_eq!(allocs_of(&second.dir, "zap", "dhat"), zap);
 
+    // The same for a transport stack, client and server counted together.
+    let transport = Spec::parse(TRANSPORT, Path::new("transport.toml")).unwrap();
+    let t1 = runner::run_spec(&opts, Path::new("transport.toml"), &transport, &mut bins, &multi).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let t2 = runner::run_spec(&opts, Path::new("transport.toml"), &transport, &mut bins, &multi).unwrap();
+    let pb = allocs_of(&t1.dir, "protobuf-tcp", "dhat");
+    assert_eq!(pb.len(), 50);
+    assert!(pb.iter().all(|a| a.is_some_and(|n| n > 0)), "{pb:?}");
+    assert_eq!(allocs_of(&t2.dir, "protobuf-tcp", "dhat"), pb);
+    assert!(allocs_of(&t1.dir, "zap-tcp", "dhat").iter().all(|a| *a == Some(0)));
+    assert_eq!(allocs_of(&t2.dir, "zap-tcp", "dhat"), allocs_of(&t1.dir, "zap-tcp", "dhat"));
+
     // Resume: an interrupted run's finished cell is reused, not rerun.
     let hp = Path::new("heap.toml");
     let cells = runner::plan(&heap, "quick").unwrap();
@@ -110,7 +133,7 @@ fn tiny_suite_end_to_end() {
 
     // Tables and figures regenerate from data alone, byte-identical on a rerun.
     let (ts, written) = tables::write_all(&out, &opts.data, "quick").unwrap();
-    assert_eq!(ts.len(), 2);
+    assert_eq!(ts.iter().map(|t| t.name).collect::<Vec<_>>(), ["alloc-profile", "heap-growth", "transport-alloc"]);
     let md = std::fs::read_to_string(out.join("paper/generated/alloc-profile.md")).unwrap();
     assert!(md.contains("| ZAP | 64 B | 0 | 0 | 0 B | 0 | 0 B | 0 B |"), "{md}");
     assert!(std::fs::read_to_string(out.join("paper/generated/heap-growth.tex")).unwrap().contains("\\toprule"));
