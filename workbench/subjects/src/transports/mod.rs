@@ -82,7 +82,25 @@ mod tests {
             // A vote out of sequence is refused, by the server's check or the client's.
             v.set(9, 1000);
             anyhow::ensure!(t.round_trip(&v).is_err(), "{} accepted a vote out of sequence", T::NAME);
-            Ok(())
+            // After a clean run the transport shuts down (server thread joined) in bounded time.
+            let (done, finished) = std::sync::mpsc::channel();
+            let size = self.0;
+            std::thread::spawn(move || {
+                let r = (|| -> Result<()> {
+                    let mut t = T::start(9, size)?;
+                    let mut v = VoteData::with_payload(size);
+                    for i in 0..20 {
+                        v.set(9, i);
+                        t.round_trip(&v)?;
+                    }
+                    drop(t);
+                    Ok(())
+                })();
+                let _ = done.send(r);
+            });
+            finished
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .map_err(|_| anyhow::anyhow!("{} did not shut down within 20 s", T::NAME))?
         }
     }
 

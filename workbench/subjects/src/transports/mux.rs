@@ -119,9 +119,11 @@ impl Transport for Mux {
 
 impl Drop for Mux {
     fn drop(&mut self) {
-        if let (Some(rt), Some(mut stream)) = (&self.rt, self.stream.take()) {
-            let _ = self.local.block_on(rt, async move { stream.close().await });
-        }
+        // NOTE: the session's driver task lives in the LocalSet, not the
+        // runtime: dropping the set drops the session and closes its socket,
+        // which ends the server's read loop so its thread can be joined.
+        self.stream.take();
+        drop(std::mem::take(&mut self.local));
         self.rt.take();
         if let Some(h) = self.server.take() {
             let _ = h.join();
