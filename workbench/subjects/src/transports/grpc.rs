@@ -6,6 +6,7 @@ use super::Transport;
 use crate::codecs::generated::pb::voting_client::VotingClient;
 use crate::codecs::generated::pb::voting_server::{Voting, VotingServer};
 use crate::codecs::generated::pb::Vote;
+use crate::codecs::protobuf::{same, to_pb};
 use crate::vote::VoteData;
 use anyhow::{ensure, Context, Result};
 use std::sync::Mutex;
@@ -14,29 +15,6 @@ use tokio::runtime::{Builder, Runtime};
 use tokio::sync::oneshot;
 use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
-
-pub(crate) fn to_pb(v: &VoteData) -> Vote {
-    Vote {
-        round: v.round,
-        block_hash: v.block_hash.to_vec(),
-        voter_id: v.voter_id.to_vec(),
-        signature: v.signature.to_vec(),
-        timestamp: v.timestamp,
-        vote_type: u32::from(v.vote_type),
-        payload: v.payload.clone(),
-    }
-}
-
-/// Every field equal to the expected vote.
-pub(crate) fn same(m: &Vote, e: &VoteData) -> bool {
-    m.round == e.round
-        && m.block_hash == e.block_hash
-        && m.voter_id == e.voter_id
-        && m.signature == e.signature
-        && m.timestamp == e.timestamp
-        && m.vote_type == u32::from(e.vote_type)
-        && m.payload == e.payload
-}
 
 struct Svc {
     seed: u64,

@@ -7,7 +7,7 @@
 
 use super::Transport;
 use crate::codecs::generated::pb::Vote;
-use crate::transports::grpc::{same, to_pb};
+use crate::codecs::protobuf::{same, to_pb};
 use crate::vote::VoteData;
 use anyhow::{anyhow, ensure, Context, Result};
 use futures::future::poll_fn;
