@@ -23,6 +23,14 @@ fn fill<A: Allocator>(msg: &mut Builder<A>, v: &VoteData) {
     }
 }
 
+/// Fills a message built on any allocator and serializes it into `buf`.
+fn encode_into<'b, A: Allocator>(mut msg: Builder<A>, v: &VoteData, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+    fill(&mut msg, v);
+    buf.clear();
+    capnp::serialize::write_message(&mut *buf, &msg)?;
+    Ok(buf)
+}
+
 fn check(bytes: &[u8], e: &VoteData) -> Result<()> {
     let mut slice = bytes;
     let msg = capnp::serialize::read_message_from_flat_slice(&mut slice, ReaderOptions::new())?;
@@ -50,11 +58,7 @@ impl Codec for Capnp {
     }
 
     fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
-        let mut msg = Builder::new_default();
-        fill(&mut msg, v);
-        self.buf.clear();
-        capnp::serialize::write_message(&mut self.buf, &msg)?;
-        Ok(&self.buf)
+        encode_into(Builder::new_default(), v, &mut self.buf)
     }
 
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
@@ -82,11 +86,7 @@ impl Codec for CapnpScratch {
             self.scratch = capnp::Word::allocate_zeroed_vec(words);
         }
         let alloc = ScratchSpaceHeapAllocator::new(capnp::Word::words_to_bytes_mut(&mut self.scratch));
-        let mut msg = Builder::new(alloc);
-        fill(&mut msg, v);
-        self.buf.clear();
-        capnp::serialize::write_message(&mut self.buf, &msg)?;
-        Ok(&self.buf)
+        encode_into(Builder::new(alloc), v, &mut self.buf)
     }
 
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {

@@ -32,6 +32,17 @@ pub trait Transport: Sized {
     fn round_trip(&mut self, v: &VoteData) -> Result<()>;
 }
 
+/// The first half of a tokio server thread, shared by the tokio-based stacks:
+/// a current-thread runtime and the one accepted connection (no delay,
+/// non-blocking, ready for `tokio::net::TcpStream::from_std`). `None` if
+/// either fails; the client then sees the connection close.
+pub(crate) fn accept_one(listener: std::net::TcpListener) -> Option<(tokio::runtime::Runtime, std::net::TcpStream)> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+    let (sock, _) = listener.accept().ok()?;
+    sock.set_nodelay(true).and_then(|_| sock.set_nonblocking(true)).ok()?;
+    Some((rt, sock))
+}
+
 /// Every registered transport, in table order.
 pub const NAMES: &[&str] = &[
     zap_rpc::ZapRpc::NAME,

@@ -76,9 +76,7 @@ impl Transport for Mux {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let server = std::thread::spawn(move || {
-            let Ok(rt) = Builder::new_current_thread().enable_all().build() else { return };
-            let Ok((sock, _)) = listener.accept() else { return };
-            let _ = sock.set_nodelay(true).and_then(|_| sock.set_nonblocking(true));
+            let Some((rt, sock)) = super::accept_one(listener) else { return };
             let local = tokio::task::LocalSet::new();
             let _ = local.block_on(&rt, async move {
                 let sock = tokio::net::TcpStream::from_std(sock)?;
