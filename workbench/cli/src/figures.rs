@@ -223,10 +223,11 @@ fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     write_both(dir, "roundtrip-latency", &lines, &chart)
 }
 
-/// Regenerates every figure from the newest runs at `scale`; the files written.
+/// Regenerates every figure from the newest runs at `scale` into
+/// `figures/[<scale>/]`; the files written.
 pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> {
     register_font()?;
-    let dir = root.join("figures");
+    let dir = crate::tables::scale_dir(root, "figures", scale);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     if let Some(run_dir) = dataset::latest_run(data, "heap-growth", scale)? {

@@ -30,6 +30,7 @@ pub fn display_name(codec: &str) -> String {
         "zap-tcp" => "ZAP (TCP, RPC)".into(),
         "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
         "capnp-tcp" => "Cap'n Proto (TCP)".into(),
+        "capnp-rpc" => "Cap'n Proto (capnp-rpc)".into(),
         "protobuf-tcp" => "Protobuf (TCP, framed)".into(),
         "grpc" => "gRPC (tonic)".into(),
         "protobuf-mux" => "Protobuf-mux (yamux)".into(),
@@ -366,6 +367,11 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
                 fmt::bytes(payload as f64),
                 dist(stats(&d, "allocs")?),
                 opt_bytes(median(&d, "bytes")?),
+                dist(stats(&d, "client_allocs")?),
+                opt_bytes(median(&d, "client_bytes")?),
+                dist(stats(&d, "server_allocs")?),
+                opt_bytes(median(&d, "server_bytes")?),
+                dist(stats(&d, "other_allocs")?),
                 opt_bytes(median(&j, "bytes")?),
             ]);
         }
@@ -375,14 +381,27 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
         name: "transport-alloc",
         caption: format!(
             "Heap allocations per round trip over loopback TCP, client and server together: median [min, max] over \
-             {} round trips after {} warm-up, {} repetition(s), dhat build. The jemalloc column counts the client \
-             thread only (per-thread counters). {} profile.",
+             {} round trips after {} warm-up, {} repetition(s), dhat build. Client and server split the total by \
+             the thread that allocated (harness thread, server thread); Other counts threads a library started on \
+             its own. The jemalloc column counts the client thread only (per-thread counters, usable size). {} \
+             profile.",
             fmt::thousands(s.messages),
             s.warmup,
             s.repetitions,
             run.manifest.profile
         ),
-        header: vec!["Stack", "Payload", "Allocs/RT", "B/RT", "B/RT client (jemalloc)"],
+        header: vec![
+            "Stack",
+            "Payload",
+            "Allocs/RT",
+            "B/RT",
+            "Client allocs",
+            "Client B",
+            "Server allocs",
+            "Server B",
+            "Other allocs",
+            "B/RT client (jemalloc)",
+        ],
         rows,
         source: source_of(run),
     })
@@ -525,10 +544,20 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     Ok(tables)
 }
 
-/// Writes every table to `paper/generated/<name>.{tex,md}`; the paths written.
+/// Where the outputs of a scale go: quick-scale ones at `base`, the others in
+/// a subfolder named after the scale, so a full run never overwrites the
+/// quick suite's tables and figures (the paper includes both).
+pub fn scale_dir(root: &Path, base: &str, scale: &str) -> PathBuf {
+    match scale {
+        "quick" => root.join(base),
+        other => root.join(base).join(other),
+    }
+}
+
+/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}`; the paths written.
 pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, Vec<PathBuf>)> {
     let tables = compute(data, scale)?;
-    let dir = root.join("paper/generated");
+    let dir = scale_dir(root, "paper/generated", scale);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     for t in &tables {

@@ -26,19 +26,24 @@
 //! - [`Counters`]: the cheap, allocation-free per-operation counters.
 //! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
+//! - [`sides`]: which side (client, server) each allocation was made for, by
+//!   thread tag; the dhat build counts per side as well as in total.
 
 #[cfg(all(feature = "dhat", feature = "jemalloc"))]
 compile_error!("features `dhat` and `jemalloc` both install a global allocator; enable one");
 
 #[cfg(feature = "dhat")]
 #[global_allocator]
-static ALLOC: dhat::Alloc = dhat::Alloc;
+static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 pub mod rss;
+pub mod sides;
+
+pub use sides::{set_side, Side, SideCounts};
 
 use serde::Serialize;
 use std::path::Path;
@@ -171,6 +176,20 @@ impl Probe {
         #[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
         {
             Counters::default()
+        }
+    }
+
+    /// Allocation calls and bytes per side ([`set_side`]), cumulative. `None`
+    /// except in the dhat build, where the per-side counts sum to dhat's total.
+    #[inline]
+    pub fn sides(&self) -> Option<SideCounts> {
+        #[cfg(feature = "dhat")]
+        {
+            Some(sides::read())
+        }
+        #[cfg(not(feature = "dhat"))]
+        {
+            None
         }
     }
 

@@ -11,7 +11,11 @@ use anyhow::{ensure, Result};
 use capnp::message::{Allocator, Builder, ReaderOptions, ScratchSpaceHeapAllocator};
 
 fn fill<A: Allocator>(msg: &mut Builder<A>, v: &VoteData) {
-    let mut b = msg.init_root::<vote::Builder<'_>>();
+    set(msg.init_root::<vote::Builder<'_>>(), v);
+}
+
+/// Sets every field of a vote builder (also the capnp-rpc row's params and results).
+pub(crate) fn set(mut b: vote::Builder<'_>, v: &VoteData) {
     b.set_round(v.round);
     b.set_block_hash(&v.block_hash);
     b.set_voter_id(&v.voter_id);
@@ -34,7 +38,11 @@ fn encode_into<'b, A: Allocator>(mut msg: Builder<A>, v: &VoteData, buf: &'b mut
 fn check(bytes: &[u8], e: &VoteData) -> Result<()> {
     let mut slice = bytes;
     let msg = capnp::serialize::read_message_from_flat_slice(&mut slice, ReaderOptions::new())?;
-    let r = msg.get_root::<vote::Reader<'_>>()?;
+    same(msg.get_root::<vote::Reader<'_>>()?, e)
+}
+
+/// Checks every field of a vote reader against `e` (also used by the capnp-rpc row).
+pub(crate) fn same(r: vote::Reader<'_>, e: &VoteData) -> Result<()> {
     ensure!(r.get_round() == e.round, "round");
     ensure!(r.get_block_hash()? == e.block_hash, "block_hash");
     ensure!(r.get_voter_id()? == e.voter_id, "voter_id");

@@ -10,3 +10,8 @@ struct Vote {
   voteType @5 :UInt8;
   payload @6 :Data;
 }
+
+# The capnp-rpc row: one call per round trip, the vote out and back.
+interface Voting {
+  cast @0 (vote :Vote) -> (vote :Vote);
+}

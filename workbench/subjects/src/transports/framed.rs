@@ -51,7 +51,7 @@ impl<C: Codec, N: Named> Transport for Framed<C, N> {
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let server = std::thread::spawn(move || -> Result<u64> {
+        let server = super::spawn_server(move || -> Result<u64> {
             let (sock, _) = listener.accept()?;
             sock.set_nodelay(true)?;
             serve::<C>(sock, seed, payload)

@@ -57,7 +57,7 @@ impl Transport for Grpc {
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
         let svc = Svc { seed, expect: Mutex::new((0, VoteData::with_payload(payload))) };
-        let server = std::thread::spawn(move || {
+        let server = super::spawn_server(move || {
             let Ok(rt) = Builder::new_current_thread().enable_all().build() else { return };
             rt.block_on(async move {
                 let Ok(l) = tokio::net::TcpListener::from_std(listener) else { return };

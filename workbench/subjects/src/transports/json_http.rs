@@ -54,7 +54,7 @@ impl Transport for JsonHttp {
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let server = std::thread::spawn(move || {
+        let server = super::spawn_server(move || {
             let Some((rt, sock)) = super::accept_one(listener) else { return };
             rt.block_on(async move {
                 let Ok(sock) = tokio::net::TcpStream::from_std(sock) else { return };

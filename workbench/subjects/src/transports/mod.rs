@@ -5,9 +5,11 @@
 //!
 //! A round trip: the client encodes the vote and sends it; the server
 //! decodes and validates every field, encodes its reply and sends it; the
-//! client decodes and validates the reply. Servers run on their own thread,
-//! so dhat counts (process-wide) include both sides; jemalloc's per-thread
-//! counters see the client thread only.
+//! client decodes and validates the reply. Servers run on their own thread
+//! started by [`spawn_server`], which tags it as the server side: the dhat
+//! build counts both sides and splits them by tag (threads a library starts
+//! on its own count as "other"); jemalloc's per-thread counters see the
+//! client thread only.
 //!
 //! NOTE: servers validate against the vote they expect next: the harness
 //! sends the votes of one seed in order, `VoteData::set(seed, 0)`, `(seed, 1)`…
@@ -15,6 +17,7 @@
 use crate::vote::VoteData;
 use anyhow::Result;
 
+pub mod capnp_rpc;
 pub mod framed;
 pub mod grpc;
 pub mod json_http;
@@ -30,6 +33,15 @@ pub trait Transport: Sized {
     fn start(seed: u64, payload: usize) -> Result<Self>;
     /// One round trip of `v` (the next vote of the seed).
     fn round_trip(&mut self, v: &VoteData) -> Result<()>;
+}
+
+/// Spawns a transport's server thread, tagged as the server side so that the
+/// dhat build splits a round trip's allocations into client and server.
+pub(crate) fn spawn_server<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(move || {
+        probe::set_side(probe::Side::Server);
+        f()
+    })
 }
 
 /// The first half of a tokio server thread, shared by the tokio-based stacks:
@@ -48,6 +60,7 @@ pub const NAMES: &[&str] = &[
     zap_rpc::ZapRpc::NAME,
     framed::FlatBuffersTcp::NAME,
     framed::CapnpTcp::NAME,
+    capnp_rpc::CapnpRpc::NAME,
     framed::ProtobufTcp::NAME,
     mux::Mux::NAME,
     grpc::Grpc::NAME,
@@ -67,6 +80,7 @@ pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
         zap_rpc::ZapRpc::NAME => f.run::<zap_rpc::ZapRpc>(),
         framed::FlatBuffersTcp::NAME => f.run::<framed::FlatBuffersTcp>(),
         framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
+        capnp_rpc::CapnpRpc::NAME => f.run::<capnp_rpc::CapnpRpc>(),
         framed::ProtobufTcp::NAME => f.run::<framed::ProtobufTcp>(),
         mux::Mux::NAME => f.run::<mux::Mux>(),
         grpc::Grpc::NAME => f.run::<grpc::Grpc>(),

@@ -75,7 +75,7 @@ impl Transport for Mux {
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let server = std::thread::spawn(move || {
+        let server = super::spawn_server(move || {
             let Some((rt, sock)) = super::accept_one(listener) else { return };
             let local = tokio::task::LocalSet::new();
             let _ = local.block_on(&rt, async move {

@@ -96,7 +96,7 @@ impl Transport for Quic {
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let (server_cfg, client_cfg) = configs()?;
         let (addr_tx, addr_rx) = std::sync::mpsc::channel::<Result<SocketAddr>>();
-        let server = std::thread::spawn(move || {
+        let server = super::spawn_server(move || {
             let rt = match Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => return drop(addr_tx.send(Err(e.into()))),

@@ -45,7 +45,7 @@ impl Transport for ZapRpc {
     fn start(_seed: u64, _payload: usize) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let server = std::thread::spawn(move || {
+        let server = super::spawn_server(move || {
             if let Ok((sock, _)) = listener.accept() {
                 let _ = sock.set_nodelay(true);
                 if let Ok(r) = sock.try_clone() {
