@@ -1,0 +1,36 @@
+//! Typed errors; each names the table, column, file or SQL position at fault.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: corrupt: {what}")]
+    Corrupt { path: PathBuf, what: String },
+    #[error("table `{table}`: {what}")]
+    Table { table: String, what: String },
+    #[error("table `{table}`, column `{column}`: {what}")]
+    Column { table: String, column: String, what: String },
+    #[error("SQL: {what} (at line {line}, column {col})")]
+    Sql { what: String, line: u64, col: u64 },
+    #[error("SQL: {0}")]
+    Parse(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Attaches the path to an I/O error.
+pub(crate) trait IoPath<T> {
+    fn at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoPath<T> for std::io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|source| Error::Io { path: path.to_path_buf(), source })
+    }
+}
+
+pub(crate) fn corrupt(path: &std::path::Path, what: impl Into<String>) -> Error {
+    Error::Corrupt { path: path.to_path_buf(), what: what.into() }
+}

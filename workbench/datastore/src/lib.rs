@@ -1,0 +1,120 @@
+//! A MergeTree-style columnar table engine with a SQL subset for
+//! aggregation, top-k and filter: the datastore whose memory the workbench
+//! studies.
+//!
+//! Tables are sets of immutable, sorted **parts** on disk (one per insert,
+//! merged in the background); each column is stored as compressed blocks of
+//! [`part::GRANULE`] rows, found through mark files and a sparse primary
+//! index of each granule's first key, held in memory. Queries read only the
+//! granules the index cannot rule out, a granule at a time, so memory is
+//! bounded by the columns read, the number of groups and the LIMIT.
+//!
+//! # Layout
+//! - [`types`]: column types, values, in-memory column data.
+//! - [`codec`]: compressed blocks (LZ4; Delta + LZ4; LowCardinality keys).
+//! - [`part`]: the part format, its streaming writer and its reader.
+//! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
+//!   background merger.
+//! - [`sql`]: SQL text → plan (sqlparser), with positioned errors.
+//! - [`exec`]: granule pruning and vectorized execution.
+//! - [`gen`]: the paper's deterministic workload generator and Parquet export.
+//! - [`Db`]: a data directory of tables, the entry point for SQL.
+
+pub mod codec;
+pub mod error;
+pub mod exec;
+pub mod gen;
+pub mod part;
+pub mod sql;
+pub mod table;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use exec::{QueryResult, Stats};
+pub use table::Table;
+pub use types::{Batch, ColumnData, ColumnType, Value};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A data directory holding tables (one subdirectory each).
+pub struct Db {
+    dir: PathBuf,
+    tables: Mutex<HashMap<String, Arc<Table>>>,
+}
+
+/// What a statement produced.
+pub enum Output {
+    Created(String),
+    Rows(QueryResult, Stats),
+}
+
+impl Db {
+    /// Opens (creating if needed) a data directory.
+    pub fn open(dir: &Path) -> Result<Db> {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+        Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The open table `name`, opening it on first use.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        let mut tables = self.tables.lock().expect("tables lock");
+        if let Some(t) = tables.get(name) {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(Table::open(&self.dir, name)?);
+        tables.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+
+    /// Names of the tables in the directory.
+    pub fn table_names(&self) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let rd = std::fs::read_dir(&self.dir).map_err(|source| Error::Io { path: self.dir.clone(), source })?;
+        for e in rd.flatten() {
+            if e.path().join("table.json").exists() {
+                names.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Creates a table from a schema (the API behind `CREATE TABLE`).
+    pub fn create(&self, schema: part::Schema) -> Result<Arc<Table>> {
+        let name = schema.table.clone();
+        let t = Arc::new(Table::create(&self.dir, schema)?);
+        self.tables.lock().expect("tables lock").insert(name, t.clone());
+        Ok(t)
+    }
+
+    /// Runs one SQL statement.
+    pub fn execute(&self, sql: &str) -> Result<Output> {
+        let schema_of = |name: &str| -> Result<part::Schema> { Ok((*self.table(name)?.schema).clone()) };
+        match sql::parse(sql, &schema_of)? {
+            sql::Statement::Create(schema) => {
+                let name = schema.table.clone();
+                self.create(schema)?;
+                Ok(Output::Created(name))
+            }
+            sql::Statement::Select(q) => {
+                let t = self.table(&q.table)?;
+                let (r, s) = exec::run(&t, &q)?;
+                Ok(Output::Rows(r, s))
+            }
+        }
+    }
+
+    /// Runs a SELECT and returns its rows.
+    pub fn query(&self, sql: &str) -> Result<QueryResult> {
+        match self.execute(sql)? {
+            Output::Rows(r, _) => Ok(r),
+            Output::Created(name) => Err(Error::Table { table: name, what: "a CREATE is not a query".into() }),
+        }
+    }
+}

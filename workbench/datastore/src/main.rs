@@ -1,0 +1,388 @@
+//! `datastore`: load the paper's workload, run SQL, list parts, benchmark.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use datastore::{gen, Db, Output, QueryResult, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "datastore", about = "A MergeTree-style columnar store: load, query, parts, bench")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create table `t` and fill it with the paper's workload.
+    Load {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Rows per insert (one part each).
+        #[arg(long, default_value_t = 1_000_000)]
+        batch: u64,
+        /// Also write the same rows as Parquet here.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
+        /// Leave the parts unmerged at the end (background merges still run).
+        #[arg(long)]
+        no_optimize: bool,
+    },
+    /// Run one SQL statement.
+    Query {
+        #[arg(long)]
+        data: PathBuf,
+        sql: String,
+        #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
+        format: String,
+    },
+    /// List the parts of each table.
+    Parts {
+        #[arg(long)]
+        data: PathBuf,
+    },
+    /// Load (if needed) and time the paper's three queries; report memory.
+    Bench {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Timed runs of each query (interleaved Q1 Q2 Q3 Q1 …), after one warm-up run.
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Also write the figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Crash-test helper: inserts numbered batches forever, printing each
+    /// batch number once its insert has returned.
+    #[command(hide = true)]
+    InsertLoop {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 2000)]
+        batch: u64,
+    },
+}
+
+/// The three workload queries of the paper's PGO profile.
+pub const QUERIES: [(&str, &str); 3] = [
+    (
+        "group-by-category",
+        "SELECT category, count(), avg(value), sum(value), max(value), quantile(0.9)(value) FROM t GROUP BY category",
+    ),
+    ("top-20-users", "SELECT user_id, sum(value) AS s FROM t GROUP BY user_id ORDER BY s DESC LIMIT 20"),
+    ("filtered-count", "SELECT count() FROM t WHERE value > 0.5 AND category = 'api'"),
+];
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Load { data, rows, seed, batch, parquet, no_optimize } => {
+            load(&data, rows, seed, batch, !no_optimize)?;
+            if let Some(p) = parquet {
+                let t0 = Instant::now();
+                gen::write_parquet(&p, seed, rows, batch)?;
+                eprintln!("wrote {} in {:.1} s", p.display(), t0.elapsed().as_secs_f64());
+            }
+        }
+        Cmd::Query { data, sql, format } => {
+            let db = Db::open(&data)?;
+            match db.execute(&sql)? {
+                Output::Created(name) => println!("created table {name}"),
+                Output::Rows(r, s) => {
+                    print_result(&r, &format)?;
+                    eprintln!(
+                        "{} row(s); read {} of {} granules, {} rows scanned",
+                        r.rows.len(),
+                        s.granules_read,
+                        s.granules_total,
+                        s.rows_scanned
+                    );
+                }
+            }
+        }
+        Cmd::Parts { data } => parts(&data)?,
+        Cmd::Bench { data, rows, seed, runs, json } => bench(&data, rows, seed, runs, json.as_deref())?,
+        Cmd::InsertLoop { data, batch } => insert_loop(&data, batch)?,
+    }
+    Ok(())
+}
+
+fn load(data: &Path, rows: u64, seed: u64, batch: u64, optimize: bool) -> Result<f64> {
+    if batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    let db = Db::open(data)?;
+    if db.table_names()?.contains(&"t".to_string()) {
+        bail!("{} already holds table t; choose an empty --data directory", data.display());
+    }
+    db.execute(gen::CREATE)?;
+    let t = db.table("t")?;
+    let merger = datastore::table::Merger::start(t.clone(), 4);
+    let t0 = Instant::now();
+    let mut from = 0;
+    while from < rows {
+        let to = (from + batch).min(rows);
+        t.insert(&gen::batch(seed, from, to))?;
+        merger.poke();
+        from = to;
+        eprintln!("progress {from} {rows} ({} parts)", t.snapshot().len());
+    }
+    merger.stop()?;
+    if optimize {
+        t.optimize()?;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let parts = t.snapshot();
+    eprintln!(
+        "loaded {rows} rows into {} part(s) in {secs:.1} s ({:.0} rows/s); {} on disk",
+        parts.len(),
+        rows as f64 / secs,
+        human(disk_bytes(&t.dir)?)
+    );
+    Ok(secs)
+}
+
+fn insert_loop(data: &Path, batch: u64) -> Result<()> {
+    let db = Db::open(data)?;
+    if !db.table_names()?.contains(&"t".to_string()) {
+        db.execute(gen::CREATE)?;
+    }
+    let t = db.table("t")?;
+    let merger = datastore::table::Merger::start(t.clone(), 2);
+    let start = match db.query("SELECT max(id) FROM t")?.rows[0][0] {
+        Value::U(m) => m / batch + 1,
+        _ => 0,
+    };
+    let mut out = std::io::stdout().lock();
+    for b in start.. {
+        t.insert(&gen::batch(b, b * batch, (b + 1) * batch))?;
+        merger.poke();
+        writeln!(out, "inserted {b}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn disk_bytes(dir: &Path) -> Result<u64> {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).with_context(|| dir.display().to_string())? {
+        let e = e?;
+        let m = e.metadata()?;
+        n += if m.is_dir() { disk_bytes(&e.path())? } else { m.len() };
+    }
+    Ok(n)
+}
+
+fn human(b: u64) -> String {
+    let b = b as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b / 1024.0)
+    }
+}
+
+fn parts(data: &Path) -> Result<()> {
+    let db = Db::open(data)?;
+    println!("table\tpart\trows\tmarks\tcompressed\tuncompressed\tindex_in_memory");
+    for name in db.table_names()? {
+        let t = db.table(&name)?;
+        for p in t.snapshot() {
+            let comp: u64 = p.meta.columns.iter().map(|c| c.compressed).sum();
+            let raw: u64 = p.meta.columns.iter().map(|c| c.uncompressed).sum();
+            println!(
+                "{name}\t{}\t{}\t{}\t{}\t{}\t{}",
+                p.meta.name,
+                p.meta.rows,
+                p.granules(),
+                human(comp),
+                human(raw),
+                human(p.index_bytes() as u64)
+            );
+        }
+        for (c, col) in t.schema.columns.iter().enumerate() {
+            let comp: u64 = t.snapshot().iter().map(|p| p.meta.columns[c].compressed).sum();
+            let raw: u64 = t.snapshot().iter().map(|p| p.meta.columns[c].uncompressed).sum();
+            println!(
+                "  column {} {} ({:?}): {} compressed, {} raw, ratio {:.2}",
+                col.name,
+                col.ty.name(),
+                col.codec,
+                human(comp),
+                human(raw),
+                raw as f64 / comp.max(1) as f64
+            );
+        }
+    }
+    Ok(())
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::F(f) => format!("{f}"),
+        other => other.to_string(),
+    }
+}
+
+fn print_result(r: &QueryResult, format: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        "csv" => {
+            writeln!(out, "{}", r.columns.join(","))?;
+            for row in &r.rows {
+                let cells: Vec<String> = row
+                    .iter()
+                    .map(|v| {
+                        let s = cell(v);
+                        if s.contains([',', '"', '\n']) {
+                            format!("\"{}\"", s.replace('"', "\"\""))
+                        } else {
+                            s
+                        }
+                    })
+                    .collect();
+                writeln!(out, "{}", cells.join(","))?;
+            }
+        }
+        "json" => {
+            let rows: Vec<serde_json::Map<String, serde_json::Value>> = r
+                .rows
+                .iter()
+                .map(|row| {
+                    r.columns
+                        .iter()
+                        .zip(row)
+                        .map(|(c, v)| {
+                            let j = match v {
+                                Value::Null => serde_json::Value::Null,
+                                Value::U(x) => (*x).into(),
+                                Value::I(x) => (*x).into(),
+                                Value::F(x) => {
+                                    serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, Into::into)
+                                }
+                                Value::S(s) => s.clone().into(),
+                            };
+                            (c.clone(), j)
+                        })
+                        .collect()
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut out, &rows)?;
+            writeln!(out)?;
+        }
+        _ => {
+            let cells: Vec<Vec<String>> = r.rows.iter().map(|row| row.iter().map(cell).collect()).collect();
+            let widths: Vec<usize> = (0..r.columns.len())
+                .map(|i| cells.iter().map(|c| c[i].len()).chain([r.columns[i].len()]).max().unwrap_or(0))
+                .collect();
+            let line = |vals: &[String]| -> String {
+                vals.iter().zip(&widths).map(|(v, w)| format!("{v:>w$}")).collect::<Vec<_>>().join("  ")
+            };
+            writeln!(out, "{}", line(&r.columns))?;
+            for c in &cells {
+                writeln!(out, "{}", line(c))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// VmRSS and VmHWM of this process, bytes.
+fn rss() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) -> Result<()> {
+    let mut load_secs = None;
+    if !data.join("t/table.json").exists() {
+        // The load runs in a child process so that this process's memory
+        // figures are those of serving queries, not of loading.
+        eprintln!("loading {rows} rows into {} …", data.display());
+        let t0 = Instant::now();
+        let status = std::process::Command::new(std::env::current_exe()?)
+            .args(["load", "--data"])
+            .arg(data)
+            .args(["--rows", &rows.to_string(), "--seed", &seed.to_string()])
+            .status()?;
+        if !status.success() {
+            bail!("load into {} failed ({status})", data.display());
+        }
+        load_secs = Some(t0.elapsed().as_secs_f64());
+    }
+    let db = Db::open(data)?;
+    let t = db.table("t")?;
+    let table_rows: u64 = t.snapshot().iter().map(|p| p.meta.rows).sum();
+    let disk = disk_bytes(&t.dir)?;
+    let (rss_open, _) = rss();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); QUERIES.len()];
+    for round in 0..=runs {
+        for (i, (_, sql)) in QUERIES.iter().enumerate() {
+            let t0 = Instant::now();
+            let r = db.query(sql)?;
+            let secs = t0.elapsed().as_secs_f64();
+            std::hint::black_box(r);
+            if round > 0 {
+                times[i].push(secs);
+            }
+        }
+        eprintln!("progress {round} {runs}");
+    }
+    let (rss_steady, rss_peak) = rss();
+    println!("datastore bench: {table_rows} rows, {} part(s), {} on disk", t.snapshot().len(), human(disk));
+    if let Some(s) = load_secs {
+        println!("load: {s:.1} s ({:.0} rows/s, child process)", rows as f64 / s);
+    }
+    println!("{runs} timed runs per query after one warm-up, interleaved:");
+    let mut records = Vec::new();
+    for (i, (name, sql)) in QUERIES.iter().enumerate() {
+        let mut v = times[i].clone();
+        v.sort_by(f64::total_cmp);
+        let med = v[v.len() / 2];
+        println!(
+            "  {name:<18} median {:>8.1} ms  [min {:.1}, max {:.1}]  {:>6.0} M rows/s   {sql}",
+            med * 1e3,
+            v[0] * 1e3,
+            v[v.len() - 1] * 1e3,
+            table_rows as f64 / med / 1e6
+        );
+        records.push(serde_json::json!({
+            "query": name, "sql": sql, "runs": runs, "median_s": med, "min_s": v[0], "max_s": v[v.len() - 1],
+            "rows_per_s": table_rows as f64 / med,
+        }));
+    }
+    println!(
+        "memory: RSS after open {}, steady-state RSS after the mix {}, peak RSS {}",
+        human(rss_open),
+        human(rss_steady),
+        human(rss_peak)
+    );
+    if let Some(p) = json {
+        let doc = serde_json::json!({
+            "rows": table_rows, "parts": t.snapshot().len(), "disk_bytes": disk, "load_s": load_secs,
+            "rss_open": rss_open, "rss_steady": rss_steady, "rss_peak": rss_peak, "queries": records,
+        });
+        std::fs::write(p, serde_json::to_vec_pretty(&doc)?).with_context(|| p.display().to_string())?;
+    }
+    let _ = Arc::strong_count(&t);
+    Ok(())
+}

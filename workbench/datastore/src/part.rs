@@ -1,0 +1,427 @@
+//! Parts: immutable, sorted runs of rows on disk, and their writer.
+//!
+//! A part is a directory named `all_<min block>_<max block>_<level>`:
+//! - `<column>.bin`: compressed blocks, one per granule of [`GRANULE`] rows;
+//! - `<column>.mrk`: per granule, the block's offset in `.bin` and the
+//!   row's offset inside the decompressed block (u64 LE pairs);
+//! - `<column>.dict`: a LowCardinality column's dictionary (JSON array);
+//! - `primary.idx`: the sort key of each granule's first row, plus the key
+//!   of the part's last row (JSON), loaded into memory when the part opens;
+//! - `part.json`: rows, granules, block range, level, sizes; written last.
+//!
+//! The writer builds the part in a `tmp_` directory, fsyncs every file and
+//! the directory, and renames it into place: a crash leaves either the whole
+//! part or a `tmp_` directory that the next open deletes.
+
+use crate::codec::{self, Codec};
+use crate::error::{corrupt, IoPath, Result};
+use crate::types::{ColumnData, ColumnType, Value};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Rows per granule, the unit of reading and of the sparse index.
+pub const GRANULE: usize = 8192;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: ColumnType,
+    pub codec: Codec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Schema {
+    pub table: String,
+    pub columns: Vec<ColumnDef>,
+    /// Indices of the ORDER BY columns, in key order.
+    pub order_by: Vec<usize>,
+}
+
+impl Schema {
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ColumnStats {
+    pub compressed: u64,
+    pub uncompressed: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartMeta {
+    pub name: String,
+    pub min_block: u64,
+    pub max_block: u64,
+    pub level: u32,
+    pub rows: u64,
+    pub granules: usize,
+    pub columns: Vec<ColumnStats>,
+}
+
+impl PartMeta {
+    pub fn dir_name(min_block: u64, max_block: u64, level: u32) -> String {
+        format!("all_{min_block}_{max_block}_{level}")
+    }
+
+    /// Whether this part's block range contains `other`'s (a merge result
+    /// covers its inputs).
+    pub fn covers(&self, other: &PartMeta) -> bool {
+        self.name != other.name && self.min_block <= other.min_block && other.max_block <= self.max_block
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|f| f.sync_all()).at(dir)
+}
+
+enum Buf {
+    Data(ColumnData),
+    /// LowCardinality: keys into the writer's dictionary.
+    Keys(Vec<u32>),
+}
+
+#[derive(Default)]
+struct Dict {
+    map: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Dict {
+    fn key(&mut self, s: &str) -> u32 {
+        if let Some(&k) = self.map.get(s) {
+            return k;
+        }
+        let k = self.list.len() as u32;
+        self.map.insert(s.to_string(), k);
+        self.list.push(s.to_string());
+        k
+    }
+}
+
+/// Streams sorted rows into a new part. Memory: one granule of rows, plus
+/// the LowCardinality dictionaries and the sparse index.
+pub struct PartWriter {
+    schema: Arc<Schema>,
+    table_dir: PathBuf,
+    tmp: PathBuf,
+    meta: PartMeta,
+    bufs: Vec<Buf>,
+    dicts: Vec<Option<Dict>>,
+    bins: Vec<BufWriter<File>>,
+    offsets: Vec<u64>,
+    marks: Vec<Vec<u8>>,
+    index: Vec<Vec<Value>>,
+    last_key: Vec<Value>,
+    raw: Vec<u8>,
+    block: Vec<u8>,
+}
+
+impl PartWriter {
+    /// Starts a part for blocks `[min_block, max_block]` at `level`; `tag`
+    /// keeps concurrent writers' temporary directories apart.
+    pub fn new(schema: Arc<Schema>, table_dir: &Path, min_block: u64, max_block: u64, level: u32) -> Result<Self> {
+        let name = PartMeta::dir_name(min_block, max_block, level);
+        let tmp = table_dir.join(format!("tmp_{name}"));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).at(&tmp)?;
+        }
+        std::fs::create_dir_all(&tmp).at(&tmp)?;
+        let mut bins = Vec::new();
+        for c in &schema.columns {
+            let p = tmp.join(format!("{}.bin", c.name));
+            bins.push(BufWriter::with_capacity(1 << 16, File::create(&p).at(&p)?));
+        }
+        let n = schema.columns.len();
+        Ok(PartWriter {
+            bufs: schema
+                .columns
+                .iter()
+                .map(|c| match c.ty {
+                    ColumnType::LowCardinalityString => Buf::Keys(Vec::with_capacity(GRANULE)),
+                    t => Buf::Data(ColumnData::empty_for(t)),
+                })
+                .collect(),
+            dicts: schema
+                .columns
+                .iter()
+                .map(|c| (c.ty == ColumnType::LowCardinalityString).then(Dict::default))
+                .collect(),
+            meta: PartMeta {
+                name,
+                min_block,
+                max_block,
+                level,
+                rows: 0,
+                granules: 0,
+                columns: vec![ColumnStats::default(); n],
+            },
+            schema,
+            table_dir: table_dir.to_path_buf(),
+            tmp,
+            bins,
+            offsets: vec![0; n],
+            marks: vec![Vec::new(); n],
+            index: Vec::new(),
+            last_key: Vec::new(),
+            raw: Vec::new(),
+            block: Vec::new(),
+        })
+    }
+
+    fn buffered(&self) -> usize {
+        match &self.bufs[0] {
+            Buf::Data(d) => d.len(),
+            Buf::Keys(k) => k.len(),
+        }
+    }
+
+    /// Appends row `i` of `cols` (one per column, in table order). Rows must
+    /// arrive in sort-key order.
+    pub fn push_row(&mut self, cols: &[ColumnData], i: usize) -> Result<()> {
+        for (c, (buf, dict)) in self.bufs.iter_mut().zip(self.dicts.iter_mut()).enumerate() {
+            match (buf, &cols[c]) {
+                (Buf::Keys(keys), src) => {
+                    let s = src.str_at(i).expect("LowCardinality source is a string column");
+                    keys.push(dict.as_mut().expect("dict").key(s));
+                }
+                (Buf::Data(ColumnData::U64(v)), ColumnData::U64(s)) => v.push(s[i]),
+                (Buf::Data(ColumnData::I64(v)), ColumnData::I64(s)) => v.push(s[i]),
+                (Buf::Data(ColumnData::F64(v)), ColumnData::F64(s)) => v.push(s[i]),
+                (Buf::Data(ColumnData::Str(v)), src) => v.push(src.str_at(i).expect("string").to_string()),
+                _ => unreachable!("batch types are checked on insert"),
+            }
+        }
+        if self.buffered() == GRANULE {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn key_at(&self, row: usize) -> Vec<Value> {
+        self.schema
+            .order_by
+            .iter()
+            .map(|&c| match &self.bufs[c] {
+                Buf::Data(d) => d.value(row),
+                Buf::Keys(k) => Value::S(self.dicts[c].as_ref().expect("dict").list[k[row] as usize].clone()),
+            })
+            .collect()
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let rows = self.buffered();
+        if rows == 0 {
+            return Ok(());
+        }
+        self.index.push(self.key_at(0));
+        self.last_key = self.key_at(rows - 1);
+        for (c, col) in self.schema.columns.iter().enumerate() {
+            match &self.bufs[c] {
+                Buf::Data(d) => codec::encode(col.ty, col.codec, d, None, &mut self.raw, &mut self.block),
+                Buf::Keys(k) => {
+                    let dummy = ColumnData::U64(Vec::new());
+                    codec::encode(col.ty, col.codec, &dummy, Some(k), &mut self.raw, &mut self.block)
+                }
+            }
+            let path = || self.tmp.join(format!("{}.bin", col.name));
+            self.bins[c].write_all(&self.block).at(&path())?;
+            self.marks[c].extend_from_slice(&self.offsets[c].to_le_bytes());
+            self.marks[c].extend_from_slice(&0u64.to_le_bytes());
+            self.offsets[c] += self.block.len() as u64;
+            self.meta.columns[c].compressed += self.block.len() as u64;
+            self.meta.columns[c].uncompressed += self.raw.len() as u64;
+        }
+        for b in &mut self.bufs {
+            match b {
+                Buf::Data(d) => d.clear(),
+                Buf::Keys(k) => k.clear(),
+            }
+        }
+        self.meta.rows += rows as u64;
+        self.meta.granules += 1;
+        Ok(())
+    }
+
+    /// Writes the remaining files, makes them durable and renames the part
+    /// into place. Returns its metadata. An empty part is not written.
+    pub fn finish(mut self) -> Result<Option<PartMeta>> {
+        self.flush()?;
+        if self.meta.rows == 0 {
+            std::fs::remove_dir_all(&self.tmp).at(&self.tmp)?;
+            return Ok(None);
+        }
+        let mut index = std::mem::take(&mut self.index);
+        index.push(std::mem::take(&mut self.last_key));
+        let write = |name: String, bytes: &[u8]| -> Result<()> {
+            let p = self.tmp.join(name);
+            let mut f = File::create(&p).at(&p)?;
+            f.write_all(bytes).at(&p)?;
+            f.sync_all().at(&p)
+        };
+        for (c, col) in self.schema.columns.iter().enumerate() {
+            let p = self.tmp.join(format!("{}.bin", col.name));
+            self.bins[c].flush().at(&p)?;
+            self.bins[c].get_ref().sync_all().at(&p)?;
+            write(format!("{}.mrk", col.name), &self.marks[c])?;
+            if let Some(d) = &self.dicts[c] {
+                write(format!("{}.dict", col.name), &serde_json::to_vec(&d.list).expect("strings serialize"))?;
+            }
+        }
+        write("primary.idx".into(), &serde_json::to_vec(&index).expect("values serialize"))?;
+        write("part.json".into(), &serde_json::to_vec_pretty(&self.meta).expect("meta serializes"))?;
+        sync_dir(&self.tmp)?;
+        let dest = self.table_dir.join(&self.meta.name);
+        std::fs::rename(&self.tmp, &dest).at(&dest)?;
+        sync_dir(&self.table_dir)?;
+        Ok(Some(self.meta))
+    }
+}
+
+/// An open part: metadata, sparse index, marks and dictionaries in memory,
+/// column files open (so a part stays readable by queries that hold it
+/// while a merge replaces and deletes it).
+pub struct Part {
+    pub meta: PartMeta,
+    pub dir: PathBuf,
+    /// `granules + 1` keys: each granule's first row, then the last row.
+    pub index: Vec<Vec<Value>>,
+    marks: Vec<Vec<u64>>,
+    dicts: Vec<Option<Arc<Vec<String>>>>,
+    files: Vec<(File, u64)>,
+    schema: Arc<Schema>,
+}
+
+/// Per-query scratch for reading blocks.
+#[derive(Default)]
+pub struct Scratch {
+    comp: Vec<u8>,
+    raw: Vec<u8>,
+}
+
+impl Part {
+    pub fn open(schema: Arc<Schema>, dir: &Path) -> Result<Part> {
+        let read = |name: &str| -> Result<Vec<u8>> {
+            let p = dir.join(name);
+            std::fs::read(&p).at(&p)
+        };
+        let meta: PartMeta =
+            serde_json::from_slice(&read("part.json")?).map_err(|e| corrupt(&dir.join("part.json"), e.to_string()))?;
+        let index: Vec<Vec<Value>> = serde_json::from_slice(&read("primary.idx")?)
+            .map_err(|e| corrupt(&dir.join("primary.idx"), e.to_string()))?;
+        if index.len() != meta.granules + 1 {
+            return Err(corrupt(
+                &dir.join("primary.idx"),
+                format!("{} keys for {} granules", index.len(), meta.granules),
+            ));
+        }
+        let (mut marks, mut dicts, mut files) = (Vec::new(), Vec::new(), Vec::new());
+        for col in &schema.columns {
+            let m = read(&format!("{}.mrk", col.name))?;
+            if m.len() != meta.granules * 16 {
+                return Err(corrupt(&dir.join(format!("{}.mrk", col.name)), "mark count differs from granules"));
+            }
+            marks.push(m.chunks_exact(16).map(|c| u64::from_le_bytes(c[..8].try_into().expect("8"))).collect());
+            dicts.push(if col.ty == ColumnType::LowCardinalityString {
+                let p = dir.join(format!("{}.dict", col.name));
+                let d: Vec<String> = serde_json::from_slice(&read(&format!("{}.dict", col.name))?)
+                    .map_err(|e| corrupt(&p, e.to_string()))?;
+                Some(Arc::new(d))
+            } else {
+                None
+            });
+            let p = dir.join(format!("{}.bin", col.name));
+            let f = File::open(&p).at(&p)?;
+            let len = f.metadata().at(&p)?.len();
+            files.push((f, len));
+        }
+        Ok(Part { meta, dir: dir.to_path_buf(), index, marks, dicts, files, schema })
+    }
+
+    pub fn granules(&self) -> usize {
+        self.meta.granules
+    }
+
+    /// Decodes granule `g` of column `c` into `out`.
+    pub fn read(&self, c: usize, g: usize, s: &mut Scratch, out: &mut ColumnData) -> Result<()> {
+        let col = &self.schema.columns[c];
+        let path = || self.dir.join(format!("{}.bin", col.name));
+        let (file, len) = &self.files[c];
+        let start = self.marks[c][g];
+        let end = self.marks[c].get(g + 1).copied().unwrap_or(*len);
+        if end < start || end > *len {
+            return Err(corrupt(&path(), format!("mark of granule {g} out of range")));
+        }
+        s.comp.resize((end - start) as usize, 0);
+        file.read_exact_at(&mut s.comp, start).at(&path())?;
+        codec::decode(col.ty, &s.comp, self.dicts[c].as_ref(), &mut s.raw, out)
+            .map_err(|e| corrupt(&path(), format!("granule {g}: {}", e.0)))
+    }
+
+    /// Bytes the part keeps in memory for its index and marks.
+    pub fn index_bytes(&self) -> usize {
+        let v = |x: &Value| {
+            std::mem::size_of::<Value>()
+                + match x {
+                    Value::S(s) => s.len(),
+                    _ => 0,
+                }
+        };
+        self.index.iter().map(|k| k.iter().map(v).sum::<usize>()).sum::<usize>()
+            + self.marks.iter().map(|m| m.len() * 8).sum::<usize>()
+    }
+
+    pub fn dict_len(&self, c: usize) -> Option<usize> {
+        self.dicts[c].as_ref().map(|d| d.len())
+    }
+}
+
+/// Reads a part row by row in key order, one granule of every column at a
+/// time (the merge's input).
+pub struct Cursor {
+    pub part: Arc<Part>,
+    granule: usize,
+    pub row: usize,
+    pub cols: Vec<ColumnData>,
+    scratch: Scratch,
+}
+
+impl Cursor {
+    pub fn new(part: Arc<Part>) -> Result<Option<Cursor>> {
+        let cols = part.schema.columns.iter().map(|c| ColumnData::empty_for(c.ty)).collect();
+        let mut c = Cursor { part, granule: 0, row: 0, cols, scratch: Scratch::default() };
+        if c.part.granules() == 0 {
+            return Ok(None);
+        }
+        c.load()?;
+        Ok(Some(c))
+    }
+
+    fn load(&mut self) -> Result<()> {
+        for i in 0..self.cols.len() {
+            self.part.read(i, self.granule, &mut self.scratch, &mut self.cols[i])?;
+        }
+        self.row = 0;
+        Ok(())
+    }
+
+    /// Moves to the next row; `false` at the end of the part.
+    pub fn advance(&mut self) -> Result<bool> {
+        self.row += 1;
+        if self.row < self.cols[0].len() {
+            return Ok(true);
+        }
+        self.granule += 1;
+        if self.granule >= self.part.granules() {
+            return Ok(false);
+        }
+        self.load()?;
+        Ok(true)
+    }
+}

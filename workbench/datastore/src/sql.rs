@@ -1,0 +1,539 @@
+//! SQL → plan. Parsed by `sqlparser` (ClickHouse dialect); this module
+//! accepts the subset the engine runs and rejects everything else with the
+//! construct and its position.
+//!
+//! Accepted: `CREATE TABLE t (col Type, …) ORDER BY (…)`; `SELECT` of
+//! columns, `*` and the aggregates `count()`, `sum`, `avg`, `min`, `max`,
+//! `quantile(p)(x)` (or `quantile(x, p)`), `uniqExact`, with aliases;
+//! `FROM` one table; `WHERE` with `= != <> < <= > >=`, `AND`/`OR`/`NOT`,
+//! `IN (…)`, `NOT IN`, `BETWEEN`; `GROUP BY` columns; `ORDER BY` output
+//! columns (by alias or expression) `ASC|DESC`; `LIMIT n`.
+
+use crate::codec::Codec;
+use crate::error::{Error, Result};
+use crate::part::{ColumnDef, Schema};
+use crate::types::{ColumnType, Value};
+use sqlparser::ast::{self, Expr, Spanned};
+use sqlparser::dialect::ClickHouseDialect;
+use sqlparser::parser::Parser;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn test(self, o: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CmpOp::Eq => o == Equal,
+            CmpOp::Ne => o != Equal,
+            CmpOp::Lt => o == Less,
+            CmpOp::Le => o != Greater,
+            CmpOp::Gt => o == Greater,
+            CmpOp::Ge => o != Less,
+        }
+    }
+
+    fn flip(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            o => o,
+        }
+    }
+}
+
+/// A WHERE predicate over table columns (by index) and literals.
+#[derive(Debug, Clone)]
+pub enum Pred {
+    Cmp { col: usize, op: CmpOp, lit: Value },
+    In { col: usize, list: Vec<Value>, negated: bool },
+    And(Box<Pred>, Box<Pred>),
+    Or(Box<Pred>, Box<Pred>),
+    Not(Box<Pred>),
+}
+
+impl Pred {
+    pub fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Pred::Cmp { col, .. } | Pred::In { col, .. } => {
+                if !out.contains(col) {
+                    out.push(*col)
+                }
+            }
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Pred::Not(a) => a.columns(out),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Agg {
+    Count,
+    Sum(usize),
+    Avg(usize),
+    Min(usize),
+    Max(usize),
+    /// Exact: the value at 0-based rank ⌊p·n⌋ of the sorted values
+    /// (ClickHouse's `quantileExact`), `n − 1` when p = 1.
+    Quantile(f64, usize),
+    UniqExact(usize),
+}
+
+impl Agg {
+    pub fn column(&self) -> Option<usize> {
+        match *self {
+            Agg::Count => None,
+            Agg::Sum(c) | Agg::Avg(c) | Agg::Min(c) | Agg::Max(c) | Agg::Quantile(_, c) | Agg::UniqExact(c) => Some(c),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Item {
+    Column(usize),
+    Agg(Agg),
+}
+
+#[derive(Debug, Clone)]
+pub struct Select {
+    pub table: String,
+    pub items: Vec<Item>,
+    pub names: Vec<String>,
+    /// Trailing items computed only to sort by; dropped from the result.
+    pub hidden: usize,
+    pub filter: Option<Pred>,
+    pub group_by: Vec<usize>,
+    pub aggregate: bool,
+    /// (item index, descending)
+    pub order_by: Vec<(usize, bool)>,
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Statement {
+    Create(Schema),
+    Select(Select),
+}
+
+fn at(what: impl Into<String>, node: &impl Spanned) -> Error {
+    let s = node.span().start;
+    Error::Sql { what: what.into(), line: s.line, col: s.column }
+}
+
+fn unsupported(what: &str, node: &impl Spanned) -> Error {
+    at(format!("unsupported: {what}"), node)
+}
+
+/// Parses one statement. `schema_of` resolves a table name.
+pub fn parse(sql: &str, schema_of: &dyn Fn(&str) -> Result<Schema>) -> Result<Statement> {
+    let mut stmts = Parser::parse_sql(&ClickHouseDialect {}, sql).map_err(|e| Error::Parse(e.to_string()))?;
+    if stmts.len() != 1 {
+        return Err(Error::Parse(format!("expected one statement, got {}", stmts.len())));
+    }
+    match stmts.remove(0) {
+        ast::Statement::Query(q) => Ok(Statement::Select(select(&q, schema_of)?)),
+        ast::Statement::CreateTable(c) => Ok(Statement::Create(create(&c)?)),
+        other => Err(unsupported("statement (only SELECT and CREATE TABLE)", &other)),
+    }
+}
+
+fn column_type(t: &ast::DataType, node: &impl Spanned) -> Result<ColumnType> {
+    use ast::DataType as D;
+    Ok(match t {
+        D::UInt8 => ColumnType::UInt8,
+        D::UInt16 => ColumnType::UInt16,
+        D::UInt32 => ColumnType::UInt32,
+        D::UInt64 => ColumnType::UInt64,
+        D::Int8(None) => ColumnType::Int8,
+        D::Int16 => ColumnType::Int16,
+        D::Int32 => ColumnType::Int32,
+        D::Int64 => ColumnType::Int64,
+        D::Float64 => ColumnType::Float64,
+        D::Datetime(None) => ColumnType::DateTime,
+        D::String(None) => ColumnType::String,
+        D::LowCardinality(inner) if matches!(**inner, D::String(None)) => ColumnType::LowCardinalityString,
+        other => return Err(unsupported(&format!("column type {other}"), node)),
+    })
+}
+
+fn create(c: &ast::CreateTable) -> Result<Schema> {
+    let name = c.name.to_string();
+    let mut columns: Vec<ColumnDef> = Vec::new();
+    for def in &c.columns {
+        if !def.options.is_empty() {
+            return Err(unsupported("column options", def));
+        }
+        columns.push(ColumnDef {
+            name: def.name.value.clone(),
+            ty: column_type(&def.data_type, def)?,
+            codec: Codec::Lz4,
+        });
+    }
+    let keys: Vec<Expr> = match &c.order_by {
+        Some(ast::OneOrManyWithParens::One(e)) => vec![e.clone()],
+        Some(ast::OneOrManyWithParens::Many(v)) => v.clone(),
+        None => return Err(Error::Table { table: name, what: "CREATE TABLE needs ORDER BY (…)".into() }),
+    };
+    let mut order_by = Vec::new();
+    for k in &keys {
+        let col = match k {
+            Expr::Identifier(id) => columns.iter().position(|c| c.name.eq_ignore_ascii_case(&id.value)),
+            _ => return Err(unsupported("ORDER BY key other than a column", k)),
+        };
+        order_by.push(col.ok_or_else(|| at(format!("ORDER BY names unknown column `{k}`"), k))?);
+    }
+    // Delta before LZ4 for timestamps and integer key columns: sorted, so
+    // their differences are small.
+    for (i, c) in columns.iter_mut().enumerate() {
+        let int_key = order_by.contains(&i) && (c.ty.is_unsigned() || c.ty.is_signed());
+        if c.ty == ColumnType::DateTime || int_key {
+            c.codec = Codec::DeltaLz4;
+        }
+    }
+    Ok(Schema { table: name, columns, order_by })
+}
+
+struct Ctx<'a> {
+    schema: &'a Schema,
+}
+
+impl Ctx<'_> {
+    fn column(&self, e: &Expr) -> Result<usize> {
+        let name = match e {
+            Expr::Identifier(id) => &id.value,
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => &parts[1].value,
+            _ => return Err(unsupported(&format!("expression `{e}` (expected a column)"), e)),
+        };
+        self.schema.column(name).ok_or_else(|| at(format!("table `{}` has no column `{name}`", self.schema.table), e))
+    }
+
+    /// A literal compared with column `col`, as a value of the column's kind.
+    fn literal(&self, e: &Expr, col: usize) -> Result<Value> {
+        let ty = self.schema.columns[col].ty;
+        let (text, neg, is_str) = match e {
+            Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => (n.clone(), false, false),
+                ast::Value::SingleQuotedString(s) => (s.clone(), false, true),
+                _ => return Err(unsupported(&format!("literal {e}"), e)),
+            },
+            Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match &**expr {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => (n.clone(), true, false),
+                    _ => return Err(unsupported(&format!("literal {e}"), e)),
+                },
+                _ => return Err(unsupported(&format!("literal {e}"), e)),
+            },
+            _ => return Err(unsupported(&format!("`{e}` where a literal is expected"), e)),
+        };
+        let col_name = &self.schema.columns[col].name;
+        match (ty, is_str) {
+            (ColumnType::String | ColumnType::LowCardinalityString, true) => Ok(Value::S(text)),
+            (ColumnType::String | ColumnType::LowCardinalityString, false) => {
+                Err(at(format!("column `{col_name}` is a string; compare it with a quoted string"), e))
+            }
+            (ColumnType::DateTime, true) => parse_datetime(&text)
+                .map(Value::U)
+                .ok_or_else(|| at(format!("`{text}` is not a date-time 'YYYY-MM-DD hh:mm:ss'"), e)),
+            (_, true) => Err(at(format!("column `{col_name}` is numeric; compare it with a number"), e)),
+            (_, false) => {
+                let bad = || at(format!("`{text}` is not a number"), e);
+                if text.contains(['.', 'e', 'E']) {
+                    let f: f64 = text.parse().map_err(|_| bad())?;
+                    Ok(Value::F(if neg { -f } else { f }))
+                } else if neg {
+                    let i: i64 = format!("-{text}").parse().map_err(|_| bad())?;
+                    Ok(Value::I(i))
+                } else {
+                    Ok(Value::U(text.parse().map_err(|_| bad())?))
+                }
+            }
+        }
+    }
+
+    fn pred(&self, e: &Expr) -> Result<Pred> {
+        use ast::BinaryOperator as B;
+        match e {
+            Expr::Nested(inner) => self.pred(inner),
+            Expr::BinaryOp { left, op: B::And, right } => {
+                Ok(Pred::And(Box::new(self.pred(left)?), Box::new(self.pred(right)?)))
+            }
+            Expr::BinaryOp { left, op: B::Or, right } => {
+                Ok(Pred::Or(Box::new(self.pred(left)?), Box::new(self.pred(right)?)))
+            }
+            Expr::UnaryOp { op: ast::UnaryOperator::Not, expr } => Ok(Pred::Not(Box::new(self.pred(expr)?))),
+            Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    B::Eq => CmpOp::Eq,
+                    B::NotEq => CmpOp::Ne,
+                    B::Lt => CmpOp::Lt,
+                    B::LtEq => CmpOp::Le,
+                    B::Gt => CmpOp::Gt,
+                    B::GtEq => CmpOp::Ge,
+                    other => return Err(unsupported(&format!("operator {other}"), e)),
+                };
+                let left_is_col = matches!(**left, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+                if left_is_col {
+                    let col = self.column(left)?;
+                    Ok(Pred::Cmp { col, op, lit: self.literal(right, col)? })
+                } else {
+                    let col = self.column(right)?;
+                    Ok(Pred::Cmp { col, op: op.flip(), lit: self.literal(left, col)? })
+                }
+            }
+            Expr::In { expr, target: ast::InTarget::List(list), negated, global: false } => {
+                let col = self.column(expr)?;
+                let list = list.iter().map(|l| self.literal(l, col)).collect::<Result<_>>()?;
+                Ok(Pred::In { col, list, negated: *negated })
+            }
+            Expr::Between { expr, negated, low, high } => {
+                let col = self.column(expr)?;
+                let p = Pred::And(
+                    Box::new(Pred::Cmp { col, op: CmpOp::Ge, lit: self.literal(low, col)? }),
+                    Box::new(Pred::Cmp { col, op: CmpOp::Le, lit: self.literal(high, col)? }),
+                );
+                Ok(if *negated { Pred::Not(Box::new(p)) } else { p })
+            }
+            other => Err(unsupported(&format!("predicate `{other}`"), other)),
+        }
+    }
+
+    fn agg(&self, f: &ast::Function) -> Result<Agg> {
+        let name = f.name.to_string().to_ascii_lowercase();
+        let args: Vec<&Expr> = match &f.args {
+            ast::FunctionArguments::None => Vec::new(),
+            ast::FunctionArguments::List(l) => {
+                if l.duplicate_treatment.is_some() || !l.clauses.is_empty() {
+                    return Err(unsupported("DISTINCT or clauses inside a function call", f));
+                }
+                let mut v = Vec::new();
+                for a in &l.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => v.push(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) if name == "count" => {}
+                        other => return Err(unsupported(&format!("argument `{other}`"), f)),
+                    }
+                }
+                v
+            }
+            ast::FunctionArguments::Subquery(_) => return Err(unsupported("subquery", f)),
+        };
+        let params: Vec<&Expr> = match &f.parameters {
+            ast::FunctionArguments::None => Vec::new(),
+            ast::FunctionArguments::List(l) => l
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                    other => Err(unsupported(&format!("parameter `{other}`"), f)),
+                })
+                .collect::<Result<_>>()?,
+            ast::FunctionArguments::Subquery(_) => return Err(unsupported("subquery", f)),
+        };
+        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+            return Err(unsupported("FILTER, OVER or WITHIN GROUP", f));
+        }
+        let one = |what: &str| -> Result<usize> {
+            match args.as_slice() {
+                [e] => self.column(e),
+                _ => Err(at(format!("{what} takes one column"), f)),
+            }
+        };
+        let level = |e: &Expr| -> Result<f64> {
+            let p = match e {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n.parse::<f64>().ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            p.filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| at("quantile level must be a number in [0, 1]", e))
+        };
+        let numeric = |c: usize| -> Result<usize> {
+            let t = self.schema.columns[c].ty;
+            if matches!(t, ColumnType::String | ColumnType::LowCardinalityString) {
+                return Err(at(
+                    format!("{name} needs a numeric column, `{}` is {}", self.schema.columns[c].name, t.name()),
+                    f,
+                ));
+            }
+            Ok(c)
+        };
+        Ok(match name.as_str() {
+            "count" if args.is_empty() && params.is_empty() => Agg::Count,
+            "count" => return Err(unsupported("count(column); use count()", f)),
+            "sum" => Agg::Sum(numeric(one("sum")?)?),
+            "avg" => Agg::Avg(numeric(one("avg")?)?),
+            "min" => Agg::Min(one("min")?),
+            "max" => Agg::Max(one("max")?),
+            "uniqexact" => Agg::UniqExact(one("uniqExact")?),
+            "quantile" | "quantileexact" => match (params.as_slice(), args.as_slice()) {
+                ([p], [x]) => Agg::Quantile(level(p)?, numeric(self.column(x)?)?),
+                ([], [x, p]) => Agg::Quantile(level(p)?, numeric(self.column(x)?)?),
+                ([], [x]) => Agg::Quantile(0.5, numeric(self.column(x)?)?),
+                _ => return Err(at("quantile is quantile(p)(x) or quantile(x, p)", f)),
+            },
+            other => return Err(unsupported(&format!("function {other}"), f)),
+        })
+    }
+}
+
+fn select(q: &ast::Query, schema_of: &dyn Fn(&str) -> Result<Schema>) -> Result<Select> {
+    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.settings.is_some() || q.format_clause.is_some()
+    {
+        return Err(unsupported("WITH, FETCH, SETTINGS or FORMAT", q));
+    }
+    let s = match &*q.body {
+        ast::SetExpr::Select(s) => s,
+        other => return Err(unsupported("set operation or nested query", other)),
+    };
+    if s.distinct.is_some() || s.having.is_some() || s.top.is_some() || s.prewhere.is_some() || s.qualify.is_some() {
+        return Err(unsupported("DISTINCT, HAVING, TOP, PREWHERE or QUALIFY", &**s));
+    }
+    let table = match s.from.as_slice() {
+        [t] if t.joins.is_empty() => match &t.relation {
+            ast::TableFactor::Table { name, .. } => name.to_string(),
+            other => return Err(unsupported("FROM other than a table name", other)),
+        },
+        [] => return Err(at("SELECT needs FROM <table>", &**s)),
+        _ => return Err(unsupported("joins or several tables", &**s)),
+    };
+    let schema = schema_of(&table)?;
+    let ctx = Ctx { schema: &schema };
+
+    let mut group_by = Vec::new();
+    match &s.group_by {
+        ast::GroupByExpr::Expressions(exprs, mods) => {
+            if !mods.is_empty() {
+                return Err(unsupported("GROUP BY modifiers", &**s));
+            }
+            for e in exprs {
+                group_by.push(ctx.column(e)?);
+            }
+        }
+        ast::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL", &**s)),
+    }
+
+    let mut items = Vec::new();
+    let mut names = Vec::new();
+    // The text of each item's expression, to match ORDER BY expressions.
+    let mut texts = Vec::new();
+    for it in &s.projection {
+        let (e, alias) = match it {
+            ast::SelectItem::UnnamedExpr(e) => (e, None),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            ast::SelectItem::Wildcard(_) => {
+                for (i, c) in schema.columns.iter().enumerate() {
+                    items.push(Item::Column(i));
+                    names.push(c.name.clone());
+                    texts.push(c.name.clone());
+                }
+                continue;
+            }
+            other => return Err(unsupported(&format!("select item `{other}`"), other)),
+        };
+        let item = match e {
+            Expr::Function(f) => Item::Agg(ctx.agg(f)?),
+            _ => Item::Column(ctx.column(e)?),
+        };
+        items.push(item);
+        texts.push(e.to_string());
+        names.push(alias.unwrap_or_else(|| e.to_string()));
+    }
+    let aggregate = !group_by.is_empty() || items.iter().any(|i| matches!(i, Item::Agg(_)));
+    if aggregate {
+        for (i, it) in items.iter().enumerate() {
+            if let Item::Column(c) = it {
+                if !group_by.contains(c) {
+                    return Err(Error::Sql {
+                        what: format!("column `{}` must appear in GROUP BY or inside an aggregate", names[i]),
+                        line: s.span().start.line,
+                        col: s.span().start.column,
+                    });
+                }
+            }
+        }
+    }
+    let filter = s.selection.as_ref().map(|w| ctx.pred(w)).transpose()?;
+
+    let mut order_by = Vec::new();
+    let mut hidden = 0;
+    if let Some(ob) = &q.order_by {
+        if ob.interpolate.is_some() {
+            return Err(unsupported("INTERPOLATE", q));
+        }
+        let exprs = match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v,
+            ast::OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL", q)),
+        };
+        for o in exprs {
+            if o.with_fill.is_some() || o.options.nulls_first.is_some() {
+                return Err(unsupported("WITH FILL or NULLS FIRST/LAST", &o.expr));
+            }
+            let desc = match &o.options.sort {
+                None | Some(ast::OrderBySort::Asc) => false,
+                Some(ast::OrderBySort::Desc) => true,
+                Some(_) => return Err(unsupported("ORDER BY … USING", &o.expr)),
+            };
+            let text = o.expr.to_string();
+            let found = (0..items.len() - hidden).find(|&i| names[i].eq_ignore_ascii_case(&text) || texts[i] == text);
+            let idx = match found {
+                Some(i) => i,
+                None if !aggregate => {
+                    // Sorting a plain SELECT by a column it does not show.
+                    items.push(Item::Column(ctx.column(&o.expr)?));
+                    names.push(text.clone());
+                    texts.push(text);
+                    hidden += 1;
+                    items.len() - 1
+                }
+                None => return Err(at(format!("ORDER BY `{text}` is not a column of the result"), &o.expr)),
+            };
+            order_by.push((idx, desc));
+        }
+    }
+    let limit = match &q.limit_clause {
+        None => None,
+        Some(ast::LimitClause::LimitOffset { limit, offset: None, limit_by }) if limit_by.is_empty() => match limit {
+            None => None,
+            Some(Expr::Value(v)) => match &v.value {
+                ast::Value::Number(n, _) => Some(n.parse::<u64>().map_err(|_| at("LIMIT must be a whole number", v))?),
+                _ => return Err(at("LIMIT must be a whole number", v)),
+            },
+            Some(other) => return Err(at("LIMIT must be a whole number", other)),
+        },
+        Some(other) => return Err(unsupported("OFFSET or LIMIT BY", other)),
+    };
+    Ok(Select { table, items, names, hidden, filter, group_by, aggregate, order_by, limit })
+}
+
+/// Seconds since the epoch of 'YYYY-MM-DD hh:mm:ss' (UTC), or of 'YYYY-MM-DD'.
+pub fn parse_datetime(s: &str) -> Option<u64> {
+    let (date, time) = s.split_once(' ').unwrap_or((s, "00:00:00"));
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let t: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let ([y, m, day], [hh, mm, ss]) = (d.as_slice(), t.as_slice()) else { return None };
+    if !(1..=12).contains(m) || !(1..=31).contains(day) || *hh > 23 || *mm > 59 || *ss > 59 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if *m <= 2 { y - 1 } else { *y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    u64::try_from(days * 86400 + hh * 3600 + mm * 60 + ss).ok()
+}

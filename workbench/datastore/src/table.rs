@@ -1,0 +1,293 @@
+//! Tables: a schema, a set of parts, inserts and merges.
+//!
+//! A table lives in `<data>/<name>/` with `table.json` (the schema) and its
+//! parts. Inserts sort the batch by the ORDER BY key and write one part.
+//! Merges combine consecutive parts (by block number) into one, streaming:
+//! a k-way merge over one granule per input part, so its memory is bounded
+//! by the number of inputs, not their size. The merge result is renamed into
+//! place before the inputs are deleted; on open, parts covered by another
+//! part's block range (inputs of a merge that committed) and `tmp_`
+//! directories (writes that did not) are removed.
+
+use crate::error::{Error, IoPath, Result};
+use crate::part::{Cursor, Part, PartMeta, PartWriter, Schema};
+use crate::types::{Batch, ColumnData, ColumnType};
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+/// Most parts one merge combines.
+pub const MAX_MERGE: usize = 10;
+
+pub struct Table {
+    pub schema: Arc<Schema>,
+    pub dir: PathBuf,
+    parts: RwLock<Vec<Arc<Part>>>,
+    next_block: Mutex<u64>,
+    /// One merge at a time per table.
+    merging: Mutex<()>,
+}
+
+fn table_err(schema: &Schema, what: impl Into<String>) -> Error {
+    Error::Table { table: schema.table.clone(), what: what.into() }
+}
+
+impl Table {
+    /// Creates `<data>/<schema.table>/` and its `table.json`.
+    pub fn create(data: &Path, schema: Schema) -> Result<Table> {
+        let dir = data.join(&schema.table);
+        if dir.join("table.json").exists() {
+            return Err(table_err(&schema, format!("already exists in {}", data.display())));
+        }
+        std::fs::create_dir_all(&dir).at(&dir)?;
+        let p = dir.join("table.json");
+        let tmp = dir.join("table.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&schema).expect("schema serializes")).at(&tmp)?;
+        std::fs::rename(&tmp, &p).at(&p)?;
+        Table::open(data, &schema.table)
+    }
+
+    /// Opens a table, finishing what a crash interrupted (see the module docs).
+    pub fn open(data: &Path, name: &str) -> Result<Table> {
+        let dir = data.join(name);
+        let p = dir.join("table.json");
+        let bytes = std::fs::read(&p).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::Table { table: name.into(), what: format!("does not exist in {}", data.display()) }
+            } else {
+                Error::Io { path: p.clone(), source: e }
+            }
+        })?;
+        let schema: Arc<Schema> =
+            Arc::new(serde_json::from_slice(&bytes).map_err(|e| crate::error::corrupt(&p, e.to_string()))?);
+        let mut metas = Vec::new();
+        for entry in std::fs::read_dir(&dir).at(&dir)? {
+            let entry = entry.at(&dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("tmp_") {
+                std::fs::remove_dir_all(entry.path()).at(&entry.path())?;
+            } else if name.starts_with("all_") {
+                metas.push(Part::open(schema.clone(), &entry.path())?);
+            }
+        }
+        let mut parts: Vec<Arc<Part>> = Vec::new();
+        for p in &metas {
+            if metas.iter().any(|q| q.meta.covers(&p.meta)) {
+                std::fs::remove_dir_all(&p.dir).at(&p.dir)?;
+            }
+        }
+        for p in metas {
+            if p.dir.exists() {
+                parts.push(Arc::new(p));
+            }
+        }
+        parts.sort_by_key(|p| p.meta.min_block);
+        let next = parts.iter().map(|p| p.meta.max_block + 1).max().unwrap_or(1);
+        Ok(Table { schema, dir, parts: RwLock::new(parts), next_block: Mutex::new(next), merging: Mutex::new(()) })
+    }
+
+    /// The parts a query reads: a consistent set, kept alive while held.
+    pub fn snapshot(&self) -> Vec<Arc<Part>> {
+        self.parts.read().expect("parts lock").clone()
+    }
+
+    fn check(&self, batch: &Batch) -> Result<()> {
+        let s = &self.schema;
+        if batch.columns.len() != s.columns.len() {
+            return Err(table_err(
+                s,
+                format!("insert has {} columns, table has {}", batch.columns.len(), s.columns.len()),
+            ));
+        }
+        let rows = batch.rows();
+        for (data, def) in batch.columns.iter().zip(&s.columns) {
+            let bad = |what: String| Error::Column { table: s.table.clone(), column: def.name.clone(), what };
+            if data.len() != rows {
+                return Err(bad(format!("{} values where the first column has {rows}", data.len())));
+            }
+            match (def.ty, data) {
+                (ColumnType::Float64, ColumnData::F64(_)) => {}
+                (ColumnType::String | ColumnType::LowCardinalityString, ColumnData::Str(_)) => {}
+                (t, ColumnData::U64(v)) if t.is_unsigned() => {
+                    if let Some(x) = v.iter().find(|&&x| x > t.max_unsigned()) {
+                        return Err(bad(format!("value {x} does not fit {}", t.name())));
+                    }
+                }
+                (t, ColumnData::I64(v)) if t.is_signed() => {
+                    let (lo, hi) = t.signed_range();
+                    if let Some(x) = v.iter().find(|&&x| x < lo || x > hi) {
+                        return Err(bad(format!("value {x} does not fit {}", t.name())));
+                    }
+                }
+                (t, _) => return Err(bad(format!("values of the wrong kind for {}", t.name()))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts a batch as one new part; when this returns, the part is on
+    /// disk (fsynced and renamed) and visible to new queries.
+    pub fn insert(&self, batch: &Batch) -> Result<Option<PartMeta>> {
+        self.check(batch)?;
+        let rows = batch.rows();
+        let key = &self.schema.order_by;
+        let mut perm: Vec<u32> = (0..rows as u32).collect();
+        perm.sort_by(|&a, &b| {
+            key.iter()
+                .map(|&c| batch.columns[c].cmp_rows(a as usize, &batch.columns[c], b as usize))
+                .find(|o| *o != Ordering::Equal)
+                .unwrap_or(Ordering::Equal)
+        });
+        let block = {
+            let mut n = self.next_block.lock().expect("block lock");
+            *n += 1;
+            *n - 1
+        };
+        let mut w = PartWriter::new(self.schema.clone(), &self.dir, block, block, 0)?;
+        for &i in &perm {
+            w.push_row(&batch.columns, i as usize)?;
+        }
+        let Some(meta) = w.finish()? else { return Ok(None) };
+        let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
+        let mut parts = self.parts.write().expect("parts lock");
+        parts.push(part);
+        parts.sort_by_key(|p| p.meta.min_block);
+        Ok(Some(meta))
+    }
+
+    /// Merges up to [`MAX_MERGE`] consecutive parts if at least `min_parts`
+    /// exist. Returns the new part, or `None` when there was nothing to do.
+    /// On error the inputs stay in place and the table is unchanged.
+    pub fn merge_once(&self, min_parts: usize) -> Result<Option<PartMeta>> {
+        let _one = self.merging.lock().expect("merge lock");
+        let inputs: Vec<Arc<Part>> = {
+            let parts = self.parts.read().expect("parts lock");
+            if parts.len() < min_parts.max(2) {
+                return Ok(None);
+            }
+            // The smallest window: cheap merges first keep part counts low.
+            let n = parts.len().min(MAX_MERGE);
+            let best = (0..=parts.len() - n)
+                .min_by_key(|&i| parts[i..i + n].iter().map(|p| p.meta.rows).sum::<u64>())
+                .expect("a window");
+            parts[best..best + n].to_vec()
+        };
+        let min = inputs.iter().map(|p| p.meta.min_block).min().expect("inputs");
+        let max = inputs.iter().map(|p| p.meta.max_block).max().expect("inputs");
+        let level = inputs.iter().map(|p| p.meta.level).max().expect("inputs") + 1;
+        let mut w = PartWriter::new(self.schema.clone(), &self.dir, min, max, level)?;
+        let mut cursors = Vec::new();
+        for p in &inputs {
+            if let Some(c) = Cursor::new(p.clone())? {
+                cursors.push(c);
+            }
+        }
+        let key = self.schema.order_by.clone();
+        let cmp = |a: &Cursor, b: &Cursor| {
+            key.iter()
+                .map(|&c| a.cols[c].cmp_rows(a.row, &b.cols[c], b.row))
+                .find(|o| *o != Ordering::Equal)
+                .unwrap_or(Ordering::Equal)
+        };
+        while !cursors.is_empty() {
+            // PERF: at most MAX_MERGE inputs, so a linear scan beats a heap's bookkeeping.
+            let mut best = 0;
+            for i in 1..cursors.len() {
+                if cmp(&cursors[i], &cursors[best]) == Ordering::Less {
+                    best = i;
+                }
+            }
+            let c = &mut cursors[best];
+            w.push_row(&c.cols, c.row)?;
+            if !c.advance()? {
+                cursors.swap_remove(best);
+            }
+        }
+        let Some(meta) = w.finish()? else { return Ok(None) };
+        let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
+        {
+            let mut parts = self.parts.write().expect("parts lock");
+            parts.retain(|p| !inputs.iter().any(|i| Arc::ptr_eq(i, p)));
+            parts.push(part);
+            parts.sort_by_key(|p| p.meta.min_block);
+        }
+        // NOTE: queries holding an input keep its files open; deleting the
+        // directory only unlinks the names.
+        for p in &inputs {
+            std::fs::remove_dir_all(&p.dir).at(&p.dir)?;
+        }
+        Ok(Some(meta))
+    }
+
+    /// Merges until one part remains.
+    pub fn optimize(&self) -> Result<()> {
+        while self.merge_once(2)?.is_some() {}
+        Ok(())
+    }
+}
+
+/// A background thread that merges whenever a table has `min_parts` parts.
+pub struct Merger {
+    state: Arc<(Mutex<MergerState>, Condvar)>,
+    handle: Option<JoinHandle<Result<()>>>,
+}
+
+#[derive(Default)]
+struct MergerState {
+    stop: bool,
+    pokes: u64,
+}
+
+impl Merger {
+    pub fn start(table: Arc<Table>, min_parts: usize) -> Merger {
+        let state = Arc::new((Mutex::new(MergerState::default()), Condvar::new()));
+        let s = state.clone();
+        let handle = std::thread::spawn(move || -> Result<()> {
+            let mut seen = 0;
+            loop {
+                while table.merge_once(min_parts)?.is_some() {}
+                let (lock, cv) = &*s;
+                let mut g = lock.lock().expect("merger lock");
+                while !g.stop && g.pokes == seen {
+                    g = cv.wait(g).expect("merger lock");
+                }
+                if g.stop {
+                    return Ok(());
+                }
+                seen = g.pokes;
+            }
+        });
+        Merger { state, handle: Some(handle) }
+    }
+
+    /// Tells the merger that parts were added.
+    pub fn poke(&self) {
+        let (lock, cv) = &*self.state;
+        lock.lock().expect("merger lock").pokes += 1;
+        cv.notify_all();
+    }
+
+    /// Stops after the merge in progress; returns its error, if any.
+    pub fn stop(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        {
+            let (lock, cv) = &*self.state;
+            lock.lock().expect("merger lock").stop = true;
+            cv.notify_all();
+        }
+        match self.handle.take() {
+            Some(h) => h.join().unwrap_or_else(|_| Err(Error::Parse("merger thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Merger {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
