@@ -69,12 +69,6 @@ impl PartMeta {
     pub fn dir_name(min_block: u64, max_block: u64, level: u32) -> String {
         format!("all_{min_block}_{max_block}_{level}")
     }
-
-    /// Whether this part's block range contains `other`'s (a merge result
-    /// covers its inputs).
-    pub fn covers(&self, other: &PartMeta) -> bool {
-        self.name != other.name && self.min_block <= other.min_block && other.max_block <= self.max_block
-    }
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {

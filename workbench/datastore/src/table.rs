@@ -61,25 +61,26 @@ impl Table {
         })?;
         let schema: Arc<Schema> =
             Arc::new(serde_json::from_slice(&bytes).map_err(|e| crate::error::corrupt(&p, e.to_string()))?);
-        let mut metas = Vec::new();
+        // Block ranges come from the directory names, so covered parts are
+        // recognised (and removed) without reading them: a crash may have
+        // left one half-deleted.
+        let mut found: Vec<(u64, u64, PathBuf)> = Vec::new();
         for entry in std::fs::read_dir(&dir).at(&dir)? {
             let entry = entry.at(&dir)?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with("tmp_") {
                 std::fs::remove_dir_all(entry.path()).at(&entry.path())?;
-            } else if name.starts_with("all_") {
-                metas.push(Part::open(schema.clone(), &entry.path())?);
+            } else if let Some((min, max)) = parse_part_name(&name) {
+                found.push((min, max, entry.path()));
             }
         }
         let mut parts: Vec<Arc<Part>> = Vec::new();
-        for p in &metas {
-            if metas.iter().any(|q| q.meta.covers(&p.meta)) {
-                std::fs::remove_dir_all(&p.dir).at(&p.dir)?;
-            }
-        }
-        for p in metas {
-            if p.dir.exists() {
-                parts.push(Arc::new(p));
+        for (min, max, path) in &found {
+            let covered = found.iter().any(|(m, x, p)| p != path && m <= min && max <= x && (m, x) != (min, max));
+            if covered {
+                std::fs::remove_dir_all(path).at(path)?;
+            } else {
+                parts.push(Arc::new(Part::open(schema.clone(), path)?));
             }
         }
         parts.sort_by_key(|p| p.meta.min_block);
@@ -213,9 +214,13 @@ impl Table {
             parts.sort_by_key(|p| p.meta.min_block);
         }
         // NOTE: queries holding an input keep its files open; deleting the
-        // directory only unlinks the names.
+        // directory only unlinks the names. Renaming first makes the removal
+        // atomic as far as `open` is concerned (it deletes `tmp_` leftovers).
         for p in &inputs {
-            std::fs::remove_dir_all(&p.dir).at(&p.dir)?;
+            let name = p.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let doomed = self.dir.join(format!("tmp_delete_{name}"));
+            std::fs::rename(&p.dir, &doomed).at(&p.dir)?;
+            std::fs::remove_dir_all(&doomed).at(&doomed)?;
         }
         Ok(Some(meta))
     }
@@ -225,6 +230,13 @@ impl Table {
         while self.merge_once(2)?.is_some() {}
         Ok(())
     }
+}
+
+/// `all_<min>_<max>_<level>` → (min, max).
+fn parse_part_name(name: &str) -> Option<(u64, u64)> {
+    let mut it = name.strip_prefix("all_")?.split('_');
+    let (min, max, _level) = (it.next()?.parse().ok()?, it.next()?.parse().ok()?, it.next()?.parse::<u32>().ok()?);
+    Some((min, max))
 }
 
 /// A background thread that merges whenever a table has `min_parts` parts.
