@@ -5,7 +5,6 @@ use clap::{Parser, Subcommand};
 use datastore::{gen, Db, Output, QueryResult, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -377,12 +376,20 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
         human(rss_peak)
     );
     if let Some(p) = json {
+        let here = std::env::current_dir()?;
+        let (rev, dirty) = probe::host::git_state(&here);
+        let manifest = serde_json::json!({
+            "git_revision": rev, "git_dirty": dirty, "rustc": probe::host::rustc_version(&here),
+            "profile": if cfg!(debug_assertions) { "debug" } else { "release" }, "features": [],
+            "allocator": "system", "cpu_model": probe::host::cpu_model(), "cores": probe::host::cores(),
+            "kernel": probe::host::kernel(), "date": probe::host::iso_date(probe::host::now_secs()),
+            "command_line": std::env::args().collect::<Vec<_>>(),
+        });
         let doc = serde_json::json!({
-            "rows": table_rows, "parts": t.snapshot().len(), "disk_bytes": disk, "load_s": load_secs,
+            "manifest": manifest, "rows": table_rows, "parts": t.snapshot().len(), "disk_bytes": disk, "load_s": load_secs,
             "rss_open": rss_open, "rss_steady": rss_steady, "rss_peak": rss_peak, "queries": records,
         });
         std::fs::write(p, serde_json::to_vec_pretty(&doc)?).with_context(|| p.display().to_string())?;
     }
-    let _ = Arc::strong_count(&t);
     Ok(())
 }
