@@ -385,8 +385,14 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
     let mut mask = Vec::new();
     let mut interner = Interner::default();
     let aggs: Vec<Agg> = q.items.iter().filter_map(|i| if let Item::Agg(a) = i { Some(*a) } else { None }).collect();
+    // PERF: one group column (the common case) keys a map by the u64
+    // itself; several use a boxed slice looked up by the reused key buffer.
+    let mut groups1: FastMap<u64, u32> = FastMap::default();
     let mut groups: FastMap<Box<[u64]>, u32> = FastMap::default();
-    let mut states: Vec<Vec<State>> = Vec::new();
+    let single = q.group_by.len() == 1;
+    // States of group g: states[g * naggs .. (g + 1) * naggs], one flat vector.
+    let naggs = aggs.len();
+    let mut states: Vec<State> = Vec::new();
     let mut keys_in_order: Vec<Box<[u64]>> = Vec::new();
     let mut key_buf: Vec<u64> = Vec::with_capacity(q.group_by.len());
     let mut top = TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0 };
@@ -396,7 +402,7 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
         // Aggregates without GROUP BY give one row even over no rows.
         groups.insert(Box::new([]), 0);
         keys_in_order.push(Box::new([]));
-        states.push(aggs.iter().map(|a| State::new(a, schema)).collect());
+        states.extend(aggs.iter().map(|a| State::new(a, schema)));
     }
 
     'parts: for part in &parts {
@@ -458,17 +464,26 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
                 for &c in &q.group_by {
                     key_buf.push(key_of(&cols[c], i, &mut interner, slots[c]));
                 }
-                let gi = match groups.get(&key_buf[..]) {
-                    Some(&gi) => gi as usize,
-                    None => {
-                        let gi = states.len();
-                        groups.insert(key_buf.clone().into_boxed_slice(), gi as u32);
-                        keys_in_order.push(key_buf.clone().into_boxed_slice());
-                        states.push(aggs.iter().map(|a| State::new(a, schema)).collect());
-                        gi
+                let next = keys_in_order.len() as u32;
+                let (gi, new) = if q.group_by.is_empty() {
+                    (0, false)
+                } else if single {
+                    let e = groups1.entry(key_buf[0]).or_insert(next);
+                    (*e as usize, *e == next)
+                } else {
+                    match groups.get(&key_buf[..]) {
+                        Some(&gi) => (gi as usize, false),
+                        None => {
+                            groups.insert(key_buf.clone().into_boxed_slice(), next);
+                            (next as usize, true)
+                        }
                     }
                 };
-                for (a, st) in aggs.iter().zip(states[gi].iter_mut()) {
+                if new {
+                    keys_in_order.push(key_buf.clone().into_boxed_slice());
+                    states.extend(aggs.iter().map(|a| State::new(a, schema)));
+                }
+                for (a, st) in aggs.iter().zip(states[gi * naggs..(gi + 1) * naggs].iter_mut()) {
                     let col = a.column().map(|c| &cols[c]);
                     match st {
                         State::Count(n) => *n += 1,
@@ -511,9 +526,11 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
     }
 
     let mut rows = if q.aggregate {
-        drop(groups);
-        let mut out = Vec::with_capacity(states.len());
-        for (key, st) in keys_in_order.into_iter().zip(states) {
+        drop((groups, groups1));
+        let mut out = Vec::with_capacity(keys_in_order.len());
+        let mut states = states.into_iter();
+        for key in keys_in_order {
+            let st: Vec<State> = states.by_ref().take(naggs).collect();
             let mut finished = st.into_iter().zip(&aggs).map(|(s, a)| s.finish(a));
             let row: Vec<Value> = q
                 .items
