@@ -11,7 +11,9 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-const PALETTE: [RGBColor; 8] = [
+// Okabe–Ito's eight colour-blind-safe colours plus a brown, so the nine
+// transport stacks each get their own.
+const PALETTE: [RGBColor; 9] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -20,6 +22,7 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(86, 180, 233),
     RGBColor(120, 120, 120),
     RGBColor(0, 0, 0),
+    RGBColor(140, 86, 45),
 ];
 
 fn register_font() -> Result<()> {
