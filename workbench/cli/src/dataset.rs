@@ -9,69 +9,161 @@ use std::path::{Path, PathBuf};
 /// One record as a subject printed it, plus the cell fields the runner adds.
 pub type Record = serde_json::Map<String, Value>;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Null,
-    Bool,
-    UInt,
-    Int,
-    Float,
-    Str,
+/// One column being built, typed as its values arrive and widened when a
+/// later value needs it (unsigned → signed → float); `Null` until the
+/// first non-null value.
+enum Col {
+    Null(usize),
+    Bool(Vec<Option<bool>>),
+    UInt(Vec<Option<u64>>),
+    Int(Vec<Option<i64>>),
+    Float(Vec<Option<f64>>),
+    Str(Vec<Option<String>>),
 }
 
-fn kind_of(v: &Value) -> Kind {
-    match v {
-        Value::Null => Kind::Null,
-        Value::Bool(_) => Kind::Bool,
-        Value::Number(n) if n.is_u64() => Kind::UInt,
-        Value::Number(n) if n.is_i64() => Kind::Int,
-        Value::Number(_) => Kind::Float,
-        _ => Kind::Str,
-    }
-}
-
-fn widen(a: Kind, b: Kind, column: &str) -> Result<Kind> {
-    use Kind::*;
-    Ok(match (a, b) {
-        (Null, k) | (k, Null) => k,
-        (x, y) if x == y => x,
-        (UInt, Int) | (Int, UInt) => Int,
-        (UInt | Int, Float) | (Float, UInt | Int) => Float,
-        (x, y) => bail!("column `{column}` mixes {x:?} and {y:?} values"),
-    })
-}
-
-/// Builds a frame from records: one column per key (in first-seen order;
-/// within a record keys come sorted, as serde_json's map keeps them),
-/// typed from the values; a key missing from a record is a null there.
-pub fn frame_from_records(records: &[Record]) -> Result<DataFrame> {
-    let mut names: Vec<&str> = Vec::new();
-    for r in records {
-        for k in r.keys() {
-            if !names.contains(&k.as_str()) {
-                names.push(k);
-            }
+impl Col {
+    fn len(&self) -> usize {
+        match self {
+            Col::Null(n) => *n,
+            Col::Bool(v) => v.len(),
+            Col::UInt(v) => v.len(),
+            Col::Int(v) => v.len(),
+            Col::Float(v) => v.len(),
+            Col::Str(v) => v.len(),
         }
     }
-    let mut columns = Vec::with_capacity(names.len());
-    for name in names {
-        let values = records.iter().map(|r| r.get(name).unwrap_or(&Value::Null));
-        let mut kind = Kind::Null;
-        for v in values.clone() {
-            kind = widen(kind, kind_of(v), name)?;
+
+    fn push_null(&mut self) {
+        match self {
+            Col::Null(n) => *n += 1,
+            Col::Bool(v) => v.push(None),
+            Col::UInt(v) => v.push(None),
+            Col::Int(v) => v.push(None),
+            Col::Float(v) => v.push(None),
+            Col::Str(v) => v.push(None),
         }
-        let col = match kind {
-            Kind::Bool => Column::new(name.into(), values.map(Value::as_bool).collect::<Vec<_>>()),
-            Kind::UInt => Column::new(name.into(), values.map(Value::as_u64).collect::<Vec<_>>()),
-            Kind::Int => Column::new(name.into(), values.map(Value::as_i64).collect::<Vec<_>>()),
-            Kind::Float => Column::new(name.into(), values.map(Value::as_f64).collect::<Vec<_>>()),
-            Kind::Str | Kind::Null => {
-                Column::new(name.into(), values.map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>())
+    }
+
+    fn name_of(&self) -> &'static str {
+        match self {
+            Col::Null(_) => "null",
+            Col::Bool(_) => "boolean",
+            Col::UInt(_) => "unsigned",
+            Col::Int(_) => "signed",
+            Col::Float(_) => "float",
+            Col::Str(_) => "string",
+        }
+    }
+
+    fn push(&mut self, v: &Value, column: &str) -> Result<()> {
+        if v.is_null() {
+            self.push_null();
+            return Ok(());
+        }
+        // Retype first if this value does not fit the column as it is.
+        let n = self.len();
+        let retyped = match (&*self, v) {
+            (Col::Null(_), Value::Bool(_)) => Some(Col::Bool(vec![None; n])),
+            (Col::Null(_), Value::Number(x)) if x.is_u64() => Some(Col::UInt(vec![None; n])),
+            (Col::Null(_), Value::Number(x)) if x.is_i64() => Some(Col::Int(vec![None; n])),
+            (Col::Null(_), Value::Number(_)) => Some(Col::Float(vec![None; n])),
+            (Col::Null(_), Value::String(_)) => Some(Col::Str(vec![None; n])),
+            (Col::UInt(u), Value::Number(x)) if !x.is_u64() && x.is_i64() => {
+                Some(Col::Int(u.iter().map(|o| o.map(|a| a as i64)).collect()))
             }
+            (Col::UInt(u), Value::Number(x)) if !x.is_u64() && !x.is_i64() => {
+                Some(Col::Float(u.iter().map(|o| o.map(|a| a as f64)).collect()))
+            }
+            (Col::Int(u), Value::Number(x)) if !x.is_u64() && !x.is_i64() => {
+                Some(Col::Float(u.iter().map(|o| o.map(|a| a as f64)).collect()))
+            }
+            _ => None,
         };
-        columns.push(col);
+        if let Some(c) = retyped {
+            *self = c;
+        }
+        match (self, v) {
+            (Col::Bool(c), Value::Bool(b)) => c.push(Some(*b)),
+            (Col::UInt(c), Value::Number(x)) if x.is_u64() => c.push(x.as_u64()),
+            (Col::Int(c), Value::Number(x)) if x.is_i64() || x.is_u64() => c.push(x.as_i64()),
+            (Col::Float(c), Value::Number(x)) => c.push(x.as_f64()),
+            (Col::Str(c), Value::String(s)) => c.push(Some(s.clone())),
+            (c, v) => {
+                let got = if v.is_string() {
+                    "string"
+                } else if v.is_boolean() {
+                    "boolean"
+                } else {
+                    "other"
+                };
+                bail!("column `{column}` mixes {} and {got} values", c.name_of())
+            }
+        }
+        Ok(())
     }
-    Ok(DataFrame::new(records.len(), columns)?)
+
+    fn into_column(self, name: &str) -> Column {
+        match self {
+            Col::Null(n) => Column::new(name.into(), vec![None::<String>; n]),
+            Col::Bool(v) => Column::new(name.into(), v),
+            Col::UInt(v) => Column::new(name.into(), v),
+            Col::Int(v) => Column::new(name.into(), v),
+            Col::Float(v) => Column::new(name.into(), v),
+            Col::Str(v) => Column::new(name.into(), v),
+        }
+    }
+}
+
+/// Builds a frame from records streamed one at a time: one column per key
+/// (in first-seen order; within a record keys come sorted, as serde_json's
+/// map keeps them), typed from the values; a key missing from a record is a
+/// null there. PERF: holds typed columns, not the records, so a full-scale
+/// run of millions of records fits in a fraction of the memory.
+#[derive(Default)]
+pub struct FrameBuilder {
+    names: Vec<String>,
+    index: std::collections::HashMap<String, usize>,
+    cols: Vec<Col>,
+    rows: usize,
+}
+
+impl FrameBuilder {
+    pub fn push(&mut self, r: &Record) -> Result<()> {
+        for (k, v) in r {
+            let i = match self.index.get(k) {
+                Some(&i) => i,
+                None => {
+                    self.names.push(k.clone());
+                    self.index.insert(k.clone(), self.cols.len());
+                    self.cols.push(Col::Null(self.rows));
+                    self.cols.len() - 1
+                }
+            };
+            self.cols[i].push(v, k)?;
+        }
+        self.rows += 1;
+        // Keys this record lacks.
+        for c in &mut self.cols {
+            if c.len() < self.rows {
+                c.push_null();
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<DataFrame> {
+        let columns: Vec<Column> = self.cols.into_iter().zip(&self.names).map(|(c, n)| c.into_column(n)).collect();
+        Ok(DataFrame::new(self.rows, columns)?)
+    }
+}
+
+/// Builds a frame from records in memory (see [`FrameBuilder`]).
+pub fn frame_from_records(records: &[Record]) -> Result<DataFrame> {
+    let mut b = FrameBuilder::default();
+    for r in records {
+        b.push(r)?;
+    }
+    b.finish()
 }
 
 pub fn write_parquet(df: &mut DataFrame, path: &Path) -> Result<()> {

@@ -176,16 +176,16 @@ pub fn run_spec(
     overall.finish_and_clear();
 
     // Every cell is on disk: assemble the dataset in the staging directory, then publish it.
-    let mut all: Vec<Record> = Vec::new();
+    let mut frame = dataset::FrameBuilder::default();
     for p in &cells {
         let path = staging.join("cells").join(format!("{}.jsonl", p.id));
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
             let r: Record = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
-            all.push(r);
+            frame.push(&r).with_context(|| format!("{}:{}", path.display(), i + 1))?;
         }
     }
-    let mut df = dataset::frame_from_records(&all)?;
+    let mut df = frame.finish()?;
     dataset::write_parquet(&mut df, &staging.join("records.parquet"))?;
     let secs = manifest::now_secs();
     let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
@@ -212,13 +212,13 @@ pub fn run_spec(
         spec: spec.clone(),
         cells: cells.iter().map(|p| p.id.clone()).collect(),
         cells_resumed: resumed,
-        records: all.len(),
+        records: df.height(),
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();
     let dir = exp_dir.join(&run_id);
     dataset::publish(&staging, &dir)?;
-    Ok(Outcome { dir, cells: cells.len(), resumed, records: all.len(), seconds: start.elapsed().as_secs_f64() })
+    Ok(Outcome { dir, cells: cells.len(), resumed, records: df.height(), seconds: start.elapsed().as_secs_f64() })
 }
 
 fn say(multi: &MultiProgress, line: String) {
