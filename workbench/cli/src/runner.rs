@@ -72,12 +72,17 @@ fn fnv64(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// What the measured processes are built from: the git objects of the
+/// subject crates and the lock file. A commit that leaves them alone (docs,
+/// tables, the CLI) keeps an interrupted run resumable.
+const MEASURED: &[&str] = &["workbench/zap", "workbench/probe", "workbench/subjects", "Cargo.lock"];
+
 /// Where an unfinished run of `spec` keeps its finished cells: the same
-/// spec, scale and git revision map to the same directory, so starting the
+/// spec, scale and measured code map to the same directory, so starting the
 /// run again resumes it.
 pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
-    let (rev, _) = manifest::git_state(&opts.root);
-    let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, rev).as_bytes());
+    let objects: Vec<String> = MEASURED.iter().map(|p| manifest::git_object(&opts.root, p)).collect();
+    let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, objects.join(",")).as_bytes());
     Ok(opts.data.join(&spec.experiment).join(format!(".tmp-{}-{key:016x}", opts.scale)))
 }
 

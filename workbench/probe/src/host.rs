@@ -17,6 +17,20 @@ pub fn git_state(root: &Path) -> (String, bool) {
     (rev, dirty)
 }
 
+/// The id of the git object at `path` in HEAD (a tree's id changes exactly
+/// when something under it does); the HEAD revision plus the dirty flag
+/// when the path has uncommitted changes; `"unknown"` outside a checkout.
+pub fn git_object(root: &Path, path: &str) -> String {
+    let id = run("git", &["rev-parse", &format!("HEAD:{path}")], root).unwrap_or_else(|| "unknown".into());
+    let dirty =
+        run("git", &["status", "--porcelain", "--untracked-files=no", "--", path], root).is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("{id}+dirty")
+    } else {
+        id
+    }
+}
+
 pub fn rustc_version(root: &Path) -> String {
     run("rustc", &["--version"], root).unwrap_or_else(|| "unknown".into())
 }
