@@ -3,6 +3,9 @@
 
 use datastore::{ColumnData as C, Db, Value as V};
 
+/// k, u8, u16, u32, u64, i8, i16, i32, f, d, s, lc
+type Row = (i64, u64, u64, u64, u64, i64, i64, i64, f64, u64, &'static str, &'static str);
+
 #[test]
 fn extremes_survive_storage_and_queries() {
     let dir = std::env::temp_dir().join(format!("datastore-edges-{}", std::process::id()));
@@ -14,7 +17,7 @@ fn extremes_survive_storage_and_queries() {
     )
     .unwrap();
     let t = db.table("e").unwrap();
-    let rows: Vec<(i64, u64, u64, u64, u64, i64, i64, i64, f64, u64, &str, &str)> = vec![
+    let rows: Vec<Row> = vec![
         (i64::MIN, 0, 0, 0, 0, i8::MIN as i64, i16::MIN as i64, i32::MIN as i64, f64::MIN, 0, "", "a"),
         (-1, 255, 65535, u32::MAX as u64, u64::MAX, -1, -1, -1, -0.5, u32::MAX as u64, "ünïcode", "b"),
         (0, 1, 1, 1, 1, 0, 0, 0, 0.0, 1, "a,b", "a"),
