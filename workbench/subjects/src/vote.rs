@@ -13,6 +13,19 @@ pub struct VoteData {
 }
 
 /// splitmix64: tiny, seedable, and identical everywhere (no `rand` version drift).
+/// Byte-slice equality that does not call `memcmp` for empty slices.
+///
+/// PERF: an empty `Vec`'s pointer is dangling (0x1), and glibc's `memcmp`
+/// on this machine's CPU takes ~80 ns for `n = 0` at such an address
+/// (measured: 79 ns vs 2 ns for a one-byte compare) — presumably a masked
+/// vector load touching the unmapped page before the length check. Every
+/// codec's decode compares the payload, so without this the bare-vote
+/// (0-byte payload) rows measured libc, not the codec.
+#[inline]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
@@ -59,6 +72,15 @@ impl VoteData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        let empty: Vec<u8> = Vec::new();
+        assert!(same_bytes(&empty, &[]));
+        assert!(same_bytes(&[1, 2], &[1, 2]));
+        assert!(!same_bytes(&[1, 2], &[1, 3]));
+        assert!(!same_bytes(&[], &[0]));
+    }
 
     #[test]
     fn same_seed_same_vote_different_seed_different_vote() {

@@ -6,7 +6,7 @@
 
 use super::generated::vote_capnp::vote;
 use super::{Codec, Side};
-use crate::vote::VoteData;
+use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use capnp::message::{Allocator, Builder, ReaderOptions, ScratchSpaceHeapAllocator};
 
@@ -50,7 +50,7 @@ pub(crate) fn same(r: vote::Reader<'_>, e: &VoteData) -> Result<()> {
     ensure!(r.get_timestamp() == e.timestamp, "timestamp");
     ensure!(r.get_vote_type() == e.vote_type, "vote_type");
     let payload = if r.has_payload() { r.get_payload()? } else { &[] };
-    ensure!(payload == &e.payload[..], "payload");
+    ensure!(same_bytes(payload, &e.payload), "payload");
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use super::generated::fbs::bench::{Vote, VoteArgs};
 use super::{Codec, Side};
-use crate::vote::VoteData;
+use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use flatbuffers::{FlatBufferBuilder, Vector};
 
@@ -52,7 +52,7 @@ impl Codec for FlatBuffers {
         ensure!(data(r.signature()) == e.signature, "signature");
         ensure!(r.timestamp() == e.timestamp, "timestamp");
         ensure!(r.vote_type() == e.vote_type, "vote_type");
-        ensure!(data(r.payload()) == &e.payload[..], "payload");
+        ensure!(same_bytes(data(r.payload()), &e.payload), "payload");
         Ok(())
     }
 }

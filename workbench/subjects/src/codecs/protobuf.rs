@@ -4,7 +4,7 @@
 
 use super::generated::pb;
 use super::{Codec, Side};
-use crate::vote::VoteData;
+use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use prost::Message;
 
@@ -30,7 +30,7 @@ pub(crate) fn same(m: &pb::Vote, e: &VoteData) -> bool {
         && m.signature == e.signature
         && m.timestamp == e.timestamp
         && m.vote_type == u32::from(e.vote_type)
-        && m.payload == e.payload
+        && same_bytes(&m.payload, &e.payload)
 }
 
 pub struct Protobuf {

@@ -1,7 +1,7 @@
 //! ZAP: build into a reused buffer, read in place.
 
 use super::{Codec, Side};
-use crate::vote::VoteData;
+use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use zap::{Builder, Vote};
 
@@ -37,7 +37,7 @@ impl Codec for ZapCodec {
         ensure!(r.signature() == &e.signature, "signature");
         ensure!(r.timestamp() == e.timestamp, "timestamp");
         ensure!(r.vote_type() == e.vote_type, "vote_type");
-        ensure!(r.payload()? == &e.payload[..], "payload");
+        ensure!(same_bytes(r.payload()?, &e.payload), "payload");
         Ok(())
     }
 }
