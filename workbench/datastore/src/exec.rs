@@ -128,34 +128,29 @@ fn may_match(p: &Pred, schema: &Schema, part: &Part, g: usize) -> bool {
 
 /// Bounds on the first key column implied by the predicate's conjuncts.
 fn first_key_bounds(p: &Pred, key0: usize, lo: &mut Option<Value>, hi: &mut Option<Value>) {
-    let mut raise = |v: &Value| {
+    fn raise(lo: &mut Option<Value>, v: &Value) {
         if lo.as_ref().is_none_or(|l| v > l) {
             *lo = Some(v.clone())
         }
-    };
+    }
+    fn lower(hi: &mut Option<Value>, v: &Value) {
+        if hi.as_ref().is_none_or(|h| v < h) {
+            *hi = Some(v.clone())
+        }
+    }
     match p {
         Pred::Cmp { col, op, lit } if *col == key0 => match op {
             CmpOp::Eq => {
-                raise(lit);
-                if hi.as_ref().is_none_or(|h| lit < h) {
-                    *hi = Some(lit.clone())
-                }
+                raise(lo, lit);
+                lower(hi, lit);
             }
-            CmpOp::Gt | CmpOp::Ge => raise(lit),
-            CmpOp::Lt | CmpOp::Le => {
-                if hi.as_ref().is_none_or(|h| lit < h) {
-                    *hi = Some(lit.clone())
-                }
-            }
+            CmpOp::Gt | CmpOp::Ge => raise(lo, lit),
+            CmpOp::Lt | CmpOp::Le => lower(hi, lit),
             CmpOp::Ne => {}
         },
         Pred::In { col, list, negated: false } if *col == key0 && !list.is_empty() => {
-            let min = list.iter().min().expect("non-empty");
-            let max = list.iter().max().expect("non-empty");
-            raise(min);
-            if hi.as_ref().is_none_or(|h| max < h) {
-                *hi = Some(max.clone())
-            }
+            raise(lo, list.iter().min().expect("non-empty"));
+            lower(hi, list.iter().max().expect("non-empty"));
         }
         Pred::And(a, b) => {
             first_key_bounds(a, key0, lo, hi);

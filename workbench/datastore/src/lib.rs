@@ -57,10 +57,6 @@ impl Db {
         Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::new()) })
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The open table `name`, opening it on first use.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
         let mut tables = self.tables.lock().expect("tables lock");

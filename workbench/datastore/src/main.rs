@@ -298,17 +298,9 @@ fn print_result(r: &QueryResult, format: &str) -> Result<()> {
     Ok(())
 }
 
-/// VmRSS and VmHWM of this process, bytes.
+/// VmRSS and VmHWM of this process, bytes (probe's allocation-free reader).
 fn rss() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    probe::rss::read().map_or((0, 0), |r| (r.rss, r.peak))
 }
 
 fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) -> Result<()> {

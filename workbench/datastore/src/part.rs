@@ -118,8 +118,8 @@ pub struct PartWriter {
 }
 
 impl PartWriter {
-    /// Starts a part for blocks `[min_block, max_block]` at `level`; `tag`
-    /// keeps concurrent writers' temporary directories apart.
+    /// Starts a part for blocks `[min_block, max_block]` at `level`, in
+    /// `tmp_<part name>` (block numbers are unique, so writers never share one).
     pub fn new(schema: Arc<Schema>, table_dir: &Path, min_block: u64, max_block: u64, level: u32) -> Result<Self> {
         let name = PartMeta::dir_name(min_block, max_block, level);
         let tmp = table_dir.join(format!("tmp_{name}"));
@@ -369,10 +369,6 @@ impl Part {
         };
         self.index.iter().map(|k| k.iter().map(v).sum::<usize>()).sum::<usize>()
             + self.marks.iter().map(|m| m.len() * 8).sum::<usize>()
-    }
-
-    pub fn dict_len(&self, c: usize) -> Option<usize> {
-        self.dicts[c].as_ref().map(|d| d.len())
     }
 }
 

@@ -241,6 +241,7 @@ fn parse_part_name(name: &str) -> Option<(u64, u64)> {
 
 /// A background thread that merges whenever a table has `min_parts` parts.
 pub struct Merger {
+    table: String,
     state: Arc<(Mutex<MergerState>, Condvar)>,
     handle: Option<JoinHandle<Result<()>>>,
 }
@@ -255,6 +256,7 @@ impl Merger {
     pub fn start(table: Arc<Table>, min_parts: usize) -> Merger {
         let state = Arc::new((Mutex::new(MergerState::default()), Condvar::new()));
         let s = state.clone();
+        let name = table.schema.table.clone();
         let handle = std::thread::spawn(move || -> Result<()> {
             let mut seen = 0;
             loop {
@@ -270,7 +272,7 @@ impl Merger {
                 seen = g.pokes;
             }
         });
-        Merger { state, handle: Some(handle) }
+        Merger { table: name, state, handle: Some(handle) }
     }
 
     /// Tells the merger that parts were added.
@@ -292,7 +294,9 @@ impl Merger {
             cv.notify_all();
         }
         match self.handle.take() {
-            Some(h) => h.join().unwrap_or_else(|_| Err(Error::Parse("merger thread panicked".into()))),
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(Error::Table { table: self.table.clone(), what: "merge thread panicked".into() })
+            }),
             None => Ok(()),
         }
     }

@@ -98,13 +98,8 @@ impl Transport for CapnpRpc {
 
 impl Drop for CapnpRpc {
     fn drop(&mut self) {
-        // NOTE: the RpcSystem task lives in the LocalSet: dropping the set
-        // closes the connection, which ends the server's RpcSystem.
+        // NOTE: the RpcSystem task lives in the LocalSet, not the runtime.
         self.client.take();
-        drop(std::mem::take(&mut self.local));
-        self.rt.take();
-        if let Some(h) = self.server.take() {
-            let _ = h.join();
-        }
+        super::close_local(&mut self.local, &mut self.rt, &mut self.server);
     }
 }

@@ -55,6 +55,22 @@ pub(crate) fn accept_one(listener: std::net::TcpListener) -> Option<(tokio::runt
     Some((rt, sock))
 }
 
+/// The shutdown of a client whose connection lives in a `LocalSet` (the
+/// yamux driver, capnp-rpc's `RpcSystem`): dropping the set closes the
+/// socket, which ends the server's loop, so the runtime can go and the
+/// server thread be joined. The caller drops its own handles first.
+pub(crate) fn close_local(
+    local: &mut tokio::task::LocalSet,
+    rt: &mut Option<tokio::runtime::Runtime>,
+    server: &mut Option<std::thread::JoinHandle<()>>,
+) {
+    drop(std::mem::take(local));
+    rt.take();
+    if let Some(h) = server.take() {
+        let _ = h.join();
+    }
+}
+
 /// Every registered transport, in table order.
 pub const NAMES: &[&str] = &[
     zap_rpc::ZapRpc::NAME,

@@ -117,14 +117,8 @@ impl Transport for Mux {
 
 impl Drop for Mux {
     fn drop(&mut self) {
-        // NOTE: the session's driver task lives in the LocalSet, not the
-        // runtime: dropping the set drops the session and closes its socket,
-        // which ends the server's read loop so its thread can be joined.
+        // NOTE: the session's driver task lives in the LocalSet, not the runtime.
         self.stream.take();
-        drop(std::mem::take(&mut self.local));
-        self.rt.take();
-        if let Some(h) = self.server.take() {
-            let _ = h.join();
-        }
+        super::close_local(&mut self.local, &mut self.rt, &mut self.server);
     }
 }
