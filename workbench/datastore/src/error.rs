@@ -16,6 +16,10 @@ pub enum Error {
     Sql { what: String, line: u64, col: u64 },
     #[error("SQL: {0}")]
     Parse(String),
+    #[error("query exceeded its time limit of {ms} ms")]
+    Deadline { ms: u64 },
+    #[error("result exceeds the limit of {max} rows")]
+    ResultTooLarge { max: usize },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -1,4 +1,6 @@
-//! Query execution, vectorized over granules.
+//! Query execution, vectorized over granules: a [`Plan`] derived once from
+//! the parsed SELECT, run by three operators — the scan (pruning, reading,
+//! filtering), the aggregation, and the top-k — under per-query [`Limits`].
 //!
 //! For each part of a snapshot: the primary index prunes granules (binary
 //! search on the first key column, then an exclusion test per granule on
@@ -9,7 +11,7 @@
 //! group's values, as an exact quantile must); `ORDER BY … LIMIT k` keeps a
 //! heap of k rows.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::part::{Part, Schema, Scratch};
 use crate::sql::{Agg, CmpOp, Item, Pred, Select};
 use crate::table::Table;
@@ -17,6 +19,7 @@ use crate::types::{ColumnData, ColumnType, Value};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
@@ -24,6 +27,8 @@ type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryResult {
     pub columns: Vec<String>,
+    /// Each output column's type (aggregates typed as ClickHouse types them).
+    pub types: Vec<ColumnType>,
     pub rows: Vec<Vec<Value>>,
 }
 
@@ -326,6 +331,10 @@ struct TopK {
 }
 
 impl TopK {
+    fn new(q: &Select) -> TopK {
+        TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0 }
+    }
+
     fn push(&mut self, row: Vec<Value>) {
         let keys = self
             .order
@@ -347,215 +356,355 @@ impl TopK {
     }
 }
 
-/// Runs a planned SELECT against a table.
-pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
-    let schema = &*table.schema;
-    let parts = table.snapshot();
-    let ncols = schema.columns.len();
-    let mut filter_cols = Vec::new();
-    if let Some(p) = &q.filter {
-        p.columns(&mut filter_cols);
-    }
-    let mut other_cols: Vec<usize> = Vec::new();
-    let mut want = |c: usize| {
-        if !filter_cols.contains(&c) && !other_cols.contains(&c) {
-            other_cols.push(c)
+/// Bounds on one query's work, checked as it runs (the server's per-query
+/// limits; the CLI runs unbounded).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Give up with [`Error::Deadline`] once this instant has passed
+    /// (checked once per granule, so it overshoots by one granule at most).
+    pub deadline: Option<Instant>,
+    /// The deadline's length, for the error message.
+    pub deadline_ms: u64,
+    /// Largest number of result rows (or groups held while aggregating).
+    pub max_rows: Option<usize>,
+}
+
+impl Limits {
+    fn check_time(&self) -> Result<()> {
+        match self.deadline {
+            Some(d) if Instant::now() > d => Err(Error::Deadline { ms: self.deadline_ms }),
+            _ => Ok(()),
         }
-    };
-    for it in &q.items {
-        match it {
-            Item::Column(c) => want(*c),
-            Item::Agg(a) => {
-                if let Some(c) = a.column() {
-                    want(c)
+    }
+    fn check_rows(&self, rows: usize) -> Result<()> {
+        match self.max_rows {
+            Some(max) if rows > max => Err(Error::ResultTooLarge { max }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs a planned SELECT against a table, without limits.
+pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
+    Plan::new(&table.schema, q).execute(&table.snapshot(), &Limits::default())
+}
+
+/// What a SELECT reads and computes, derived once from the parsed query:
+/// the columns the filter needs, the columns read only for rows that pass,
+/// the aggregates, and the output types.
+pub struct Plan<'a> {
+    q: &'a Select,
+    schema: &'a Schema,
+    filter_cols: Vec<usize>,
+    other_cols: Vec<usize>,
+    aggs: Vec<Agg>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(schema: &'a Schema, q: &'a Select) -> Plan<'a> {
+        let mut filter_cols = Vec::new();
+        if let Some(p) = &q.filter {
+            p.columns(&mut filter_cols);
+        }
+        let mut other_cols: Vec<usize> = Vec::new();
+        let needed = q.items.iter().filter_map(|it| match it {
+            Item::Column(c) => Some(*c),
+            Item::Agg(a) => a.column(),
+        });
+        for c in needed.chain(q.group_by.iter().copied()) {
+            if !filter_cols.contains(&c) && !other_cols.contains(&c) {
+                other_cols.push(c)
+            }
+        }
+        let aggs = q.items.iter().filter_map(|i| if let Item::Agg(a) = i { Some(*a) } else { None }).collect();
+        Plan { q, schema, filter_cols, other_cols, aggs }
+    }
+
+    /// The type of each output column (as ClickHouse types them).
+    pub fn output_types(&self) -> Vec<ColumnType> {
+        let ty = |c: usize| self.schema.columns[c].ty;
+        let shown = self.q.items.len() - self.q.hidden;
+        self.q.items[..shown]
+            .iter()
+            .map(|it| match *it {
+                Item::Column(c) => ty(c),
+                Item::Agg(Agg::Count | Agg::UniqExact(_)) => ColumnType::UInt64,
+                Item::Agg(Agg::Avg(_) | Agg::Quantile(..)) => ColumnType::Float64,
+                Item::Agg(Agg::Min(c) | Agg::Max(c)) => ty(c),
+                Item::Agg(Agg::Sum(c)) => match ty(c) {
+                    ColumnType::Float64 => ColumnType::Float64,
+                    t if t.is_signed() => ColumnType::Int64,
+                    _ => ColumnType::UInt64,
+                },
+            })
+            .collect()
+    }
+
+    /// Runs the plan over a snapshot of parts.
+    pub fn execute(&self, parts: &[Arc<Part>], limits: &Limits) -> Result<(QueryResult, Stats)> {
+        let q = self.q;
+        let mut scan = Scan::new(self);
+        let mut rows = if q.aggregate {
+            let mut agg = Aggregate::new(self);
+            scan.run(parts, limits, |cols, mask, n| {
+                agg.push(cols, mask, n);
+                limits.check_rows(agg.groups())?;
+                Ok(true)
+            })?;
+            let mut rows = agg.finish();
+            if q.order_by.is_empty() {
+                rows.truncate(q.limit.map_or(usize::MAX, |l| l as usize));
+                rows
+            } else {
+                let mut top = TopK::new(q);
+                rows.into_iter().for_each(|r| top.push(r));
+                top.finish()
+            }
+        } else if q.order_by.is_empty() {
+            // A plain LIMIT stops the scan as soon as it has its rows.
+            let limit = q.limit.map_or(usize::MAX, |l| l as usize);
+            let mut rows = Vec::new();
+            let parts = if limit == 0 { &[][..] } else { parts };
+            scan.run(parts, limits, |cols, mask, n| {
+                for i in (0..n).filter(|&i| mask[i]).take(limit - rows.len()) {
+                    rows.push(project(q, cols, i));
+                }
+                limits.check_rows(rows.len())?;
+                Ok(rows.len() < limit)
+            })?;
+            rows
+        } else {
+            let mut top = TopK::new(q);
+            scan.run(parts, limits, |cols, mask, n| {
+                for i in (0..n).filter(|&i| mask[i]) {
+                    top.push(project(q, cols, i));
+                }
+                limits.check_rows(top.heap.len())?;
+                Ok(true)
+            })?;
+            top.finish()
+        };
+        if q.hidden > 0 {
+            let keep = q.items.len() - q.hidden;
+            rows.iter_mut().for_each(|r| r.truncate(keep));
+        }
+        let columns = q.names[..q.items.len() - q.hidden].to_vec();
+        Ok((QueryResult { columns, types: self.output_types(), rows }, scan.stats))
+    }
+}
+
+/// One output row of a plain (non-aggregate) SELECT.
+fn project(q: &Select, cols: &[ColumnData], i: usize) -> Vec<Value> {
+    q.items
+        .iter()
+        .map(|it| match it {
+            Item::Column(c) => cols[*c].value(i),
+            Item::Agg(_) => unreachable!("plain select"),
+        })
+        .collect()
+}
+
+/// The scan operator: prunes granules by the sparse index, reads the filter
+/// columns, evaluates the filter into a mask, and reads the other columns
+/// only for granules where some row passes.
+struct Scan<'p> {
+    plan: &'p Plan<'p>,
+    scratch: Scratch,
+    cols: Vec<ColumnData>,
+    mask: Vec<bool>,
+    stats: Stats,
+}
+
+impl<'p> Scan<'p> {
+    fn new(plan: &'p Plan<'p>) -> Self {
+        let cols = plan.schema.columns.iter().map(|c| ColumnData::empty_for(c.ty)).collect();
+        Scan { plan, scratch: Scratch::default(), cols, mask: Vec::new(), stats: Stats::default() }
+    }
+
+    /// Calls `f(columns, mask, rows)` per granule with a passing row, until
+    /// `f` answers `false` (enough rows) or fails.
+    fn run(
+        &mut self,
+        parts: &[Arc<Part>],
+        limits: &Limits,
+        mut f: impl FnMut(&[ColumnData], &[bool], usize) -> Result<bool>,
+    ) -> Result<()> {
+        let (q, schema) = (self.plan.q, self.plan.schema);
+        for part in parts {
+            self.stats.granules_total += part.granules();
+        }
+        for part in parts {
+            for g in prune(q.filter.as_ref(), schema, part) {
+                limits.check_time()?;
+                self.stats.granules_read += 1;
+                for &c in &self.plan.filter_cols {
+                    part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+                }
+                let n = part.meta.rows.min(((g + 1) * crate::part::GRANULE) as u64) as usize - g * crate::part::GRANULE;
+                self.stats.rows_scanned += n as u64;
+                match &q.filter {
+                    Some(p) => {
+                        eval(p, &self.cols, n, &mut self.mask);
+                        if !self.mask.iter().any(|&m| m) {
+                            continue;
+                        }
+                    }
+                    None => {
+                        self.mask.clear();
+                        self.mask.resize(n, true);
+                    }
+                }
+                for &c in &self.plan.other_cols {
+                    part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+                }
+                if !f(&self.cols, &self.mask, n)? {
+                    return Ok(());
                 }
             }
         }
+        Ok(())
     }
-    q.group_by.iter().for_each(|&c| want(c));
+}
 
-    let mut stats = Stats::default();
-    let mut scratch = Scratch::default();
-    let mut cols: Vec<ColumnData> = schema.columns.iter().map(|c| ColumnData::empty_for(c.ty)).collect();
-    let mut mask = Vec::new();
-    let mut interner = Interner::default();
-    let aggs: Vec<Agg> = q.items.iter().filter_map(|i| if let Item::Agg(a) = i { Some(*a) } else { None }).collect();
+/// The aggregation operator: one state per (group, aggregate), keyed by the
+/// group columns' values as u64 (strings interned).
+struct Aggregate<'p> {
+    plan: &'p Plan<'p>,
+    interner: Interner,
     // PERF: one group column (the common case) keys a map by the u64
     // itself; several use a boxed slice looked up by the reused key buffer.
-    let mut groups1: FastMap<u64, u32> = FastMap::default();
-    let mut groups: FastMap<Box<[u64]>, u32> = FastMap::default();
-    let single = q.group_by.len() == 1;
-    // States of group g: states[g * naggs .. (g + 1) * naggs], one flat vector.
-    let naggs = aggs.len();
-    let mut states: Vec<State> = Vec::new();
-    let mut keys_in_order: Vec<Box<[u64]>> = Vec::new();
-    let mut key_buf: Vec<u64> = Vec::with_capacity(q.group_by.len());
-    let mut top = TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0 };
-    let mut plain_rows: Vec<Vec<Value>> = Vec::new();
-    let stream_limit = if q.order_by.is_empty() && !q.aggregate { q.limit } else { None };
-    if q.aggregate && q.group_by.is_empty() {
-        // Aggregates without GROUP BY give one row even over no rows.
-        groups.insert(Box::new([]), 0);
-        keys_in_order.push(Box::new([]));
-        states.extend(aggs.iter().map(|a| State::new(a, schema)));
+    groups1: FastMap<u64, u32>,
+    groups: FastMap<Box<[u64]>, u32>,
+    /// States of group g: states[g * naggs .. (g + 1) * naggs], one flat vector.
+    states: Vec<State>,
+    keys_in_order: Vec<Box<[u64]>>,
+    key_buf: Vec<u64>,
+}
+
+impl<'p> Aggregate<'p> {
+    fn new(plan: &'p Plan<'p>) -> Self {
+        let mut a = Aggregate {
+            plan,
+            interner: Interner::default(),
+            groups1: FastMap::default(),
+            groups: FastMap::default(),
+            states: Vec::new(),
+            keys_in_order: Vec::new(),
+            key_buf: Vec::with_capacity(plan.q.group_by.len()),
+        };
+        if plan.q.group_by.is_empty() {
+            // Aggregates without GROUP BY give one row even over no rows.
+            a.keys_in_order.push(Box::new([]));
+            a.states.extend(plan.aggs.iter().map(|ag| State::new(ag, plan.schema)));
+        }
+        a
     }
 
-    'parts: for part in &parts {
-        stats.granules_total += part.granules();
-        for g in prune(q.filter.as_ref(), schema, part) {
-            if stream_limit.is_some_and(|l| plain_rows.len() as u64 >= l) {
-                break 'parts;
+    fn groups(&self) -> usize {
+        self.keys_in_order.len()
+    }
+
+    fn push(&mut self, cols: &[ColumnData], mask: &[bool], n: usize) {
+        let plan = self.plan;
+        let (q, aggs) = (plan.q, &plan.aggs);
+        let naggs = aggs.len();
+        let single = q.group_by.len() == 1;
+        let slots: Vec<Option<usize>> = cols
+            .iter()
+            .map(|c| match c {
+                ColumnData::Dict { dict, .. } => Some(self.interner.dict_ids(dict)),
+                _ => None,
+            })
+            .collect();
+        for i in (0..n).filter(|&i| mask[i]) {
+            self.key_buf.clear();
+            for &c in &q.group_by {
+                self.key_buf.push(key_of(&cols[c], i, &mut self.interner, slots[c]));
             }
-            stats.granules_read += 1;
-            for &c in &filter_cols {
-                part.read(c, g, &mut scratch, &mut cols[c])?;
-            }
-            let n = part.meta.rows.min(((g + 1) * crate::part::GRANULE) as u64) as usize - g * crate::part::GRANULE;
-            stats.rows_scanned += n as u64;
-            match &q.filter {
-                Some(p) => {
-                    eval(p, &cols, n, &mut mask);
-                    if !mask.iter().any(|&m| m) {
-                        continue;
+            let next = self.keys_in_order.len() as u32;
+            let (gi, new) = if q.group_by.is_empty() {
+                (0, false)
+            } else if single {
+                let e = self.groups1.entry(self.key_buf[0]).or_insert(next);
+                (*e as usize, *e == next)
+            } else {
+                match self.groups.get(&self.key_buf[..]) {
+                    Some(&gi) => (gi as usize, false),
+                    None => {
+                        self.groups.insert(self.key_buf.clone().into_boxed_slice(), next);
+                        (next as usize, true)
                     }
                 }
-                None => {
-                    mask.clear();
-                    mask.resize(n, true);
-                }
+            };
+            if new {
+                self.keys_in_order.push(self.key_buf.clone().into_boxed_slice());
+                self.states.extend(aggs.iter().map(|a| State::new(a, plan.schema)));
             }
-            for &c in &other_cols {
-                part.read(c, g, &mut scratch, &mut cols[c])?;
-            }
-            let slots: Vec<Option<usize>> = (0..ncols)
-                .map(|c| match &cols[c] {
-                    ColumnData::Dict { dict, .. } if q.aggregate => Some(interner.dict_ids(dict)),
-                    _ => None,
-                })
-                .collect();
-            if !q.aggregate {
-                for i in (0..n).filter(|&i| mask[i]) {
-                    let row: Vec<Value> = q
-                        .items
-                        .iter()
-                        .map(|it| match it {
-                            Item::Column(c) => cols[*c].value(i),
-                            Item::Agg(_) => unreachable!("plain select"),
-                        })
-                        .collect();
-                    if q.order_by.is_empty() {
-                        plain_rows.push(row);
-                        if stream_limit.is_some_and(|l| plain_rows.len() as u64 >= l) {
-                            break 'parts;
-                        }
-                    } else {
-                        top.push(row);
-                    }
-                }
-                continue;
-            }
-            for i in (0..n).filter(|&i| mask[i]) {
-                key_buf.clear();
-                for &c in &q.group_by {
-                    key_buf.push(key_of(&cols[c], i, &mut interner, slots[c]));
-                }
-                let next = keys_in_order.len() as u32;
-                let (gi, new) = if q.group_by.is_empty() {
-                    (0, false)
-                } else if single {
-                    let e = groups1.entry(key_buf[0]).or_insert(next);
-                    (*e as usize, *e == next)
-                } else {
-                    match groups.get(&key_buf[..]) {
-                        Some(&gi) => (gi as usize, false),
-                        None => {
-                            groups.insert(key_buf.clone().into_boxed_slice(), next);
-                            (next as usize, true)
+            for (a, st) in aggs.iter().zip(self.states[gi * naggs..(gi + 1) * naggs].iter_mut()) {
+                let col = a.column().map(|c| &cols[c]);
+                match st {
+                    State::Count(n) => *n += 1,
+                    State::SumU(s) => {
+                        if let Some(ColumnData::U64(v)) = col {
+                            *s += v[i] as u128
                         }
                     }
-                };
-                if new {
-                    keys_in_order.push(key_buf.clone().into_boxed_slice());
-                    states.extend(aggs.iter().map(|a| State::new(a, schema)));
-                }
-                for (a, st) in aggs.iter().zip(states[gi * naggs..(gi + 1) * naggs].iter_mut()) {
-                    let col = a.column().map(|c| &cols[c]);
-                    match st {
-                        State::Count(n) => *n += 1,
-                        State::SumU(s) => {
-                            if let Some(ColumnData::U64(v)) = col {
-                                *s += v[i] as u128
-                            }
+                    State::SumI(s) => {
+                        if let Some(ColumnData::I64(v)) = col {
+                            *s += v[i] as i128
                         }
-                        State::SumI(s) => {
-                            if let Some(ColumnData::I64(v)) = col {
-                                *s += v[i] as i128
-                            }
+                    }
+                    State::SumF(s) => *s += num(col.expect("column"), i),
+                    State::Avg(s, n) => {
+                        *s += num(col.expect("column"), i);
+                        *n += 1
+                    }
+                    State::Min(m) => {
+                        let c = col.expect("column");
+                        if better(c, i, m, Ordering::Less) {
+                            *m = Some(c.value(i))
                         }
-                        State::SumF(s) => *s += num(col.expect("column"), i),
-                        State::Avg(s, n) => {
-                            *s += num(col.expect("column"), i);
-                            *n += 1
+                    }
+                    State::Max(m) => {
+                        let c = col.expect("column");
+                        if better(c, i, m, Ordering::Greater) {
+                            *m = Some(c.value(i))
                         }
-                        State::Min(m) => {
-                            let c = col.expect("column");
-                            if better(c, i, m, Ordering::Less) {
-                                *m = Some(c.value(i))
-                            }
-                        }
-                        State::Max(m) => {
-                            let c = col.expect("column");
-                            if better(c, i, m, Ordering::Greater) {
-                                *m = Some(c.value(i))
-                            }
-                        }
-                        State::Quantile(v) => v.push(num(col.expect("column"), i)),
-                        State::Uniq(set) => {
-                            let c = a.column().expect("column");
-                            set.insert(key_of(&cols[c], i, &mut interner, slots[c]));
-                        }
+                    }
+                    State::Quantile(v) => v.push(num(col.expect("column"), i)),
+                    State::Uniq(set) => {
+                        let c = a.column().expect("column");
+                        set.insert(key_of(&cols[c], i, &mut self.interner, slots[c]));
                     }
                 }
             }
         }
     }
 
-    let mut rows = if q.aggregate {
-        drop((groups, groups1));
-        let mut out = Vec::with_capacity(keys_in_order.len());
-        let mut states = states.into_iter();
-        for key in keys_in_order {
+    /// One row per group, in first-seen order.
+    fn finish(self) -> Vec<Vec<Value>> {
+        let plan = self.plan;
+        let (q, aggs, schema) = (plan.q, &plan.aggs, plan.schema);
+        let naggs = aggs.len();
+        drop((self.groups, self.groups1));
+        let mut out = Vec::with_capacity(self.keys_in_order.len());
+        let mut states = self.states.into_iter();
+        for key in self.keys_in_order {
             let st: Vec<State> = states.by_ref().take(naggs).collect();
-            let mut finished = st.into_iter().zip(&aggs).map(|(s, a)| s.finish(a));
+            let mut finished = st.into_iter().zip(aggs).map(|(s, a)| s.finish(a));
             let row: Vec<Value> = q
                 .items
                 .iter()
                 .map(|it| match it {
                     Item::Column(c) => {
                         let pos = q.group_by.iter().position(|g| g == c).expect("checked by the planner");
-                        key_value(schema.columns[*c].ty, key[pos], &interner)
+                        key_value(schema.columns[*c].ty, key[pos], &self.interner)
                     }
                     Item::Agg(_) => finished.next().expect("one state per aggregate"),
                 })
                 .collect();
             out.push(row);
         }
-        if q.order_by.is_empty() {
-            out.truncate(q.limit.map_or(usize::MAX, |l| l as usize));
-            out
-        } else {
-            out.into_iter().for_each(|r| top.push(r));
-            top.finish()
-        }
-    } else if q.order_by.is_empty() {
-        plain_rows
-    } else {
-        top.finish()
-    };
-    if q.hidden > 0 {
-        let keep = q.items.len() - q.hidden;
-        rows.iter_mut().for_each(|r| r.truncate(keep));
+        out
     }
-    let columns = q.names[..q.items.len() - q.hidden].to_vec();
-    Ok((QueryResult { columns, rows }, stats))
 }

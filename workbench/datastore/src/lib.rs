@@ -30,7 +30,7 @@ pub mod table;
 pub mod types;
 
 pub use error::{Error, Result};
-pub use exec::{QueryResult, Stats};
+pub use exec::{Limits, QueryResult, Stats};
 pub use table::Table;
 pub use types::{Batch, ColumnData, ColumnType, Value};
 
@@ -102,6 +102,21 @@ impl Db {
                 let t = self.table(&q.table)?;
                 let (r, s) = exec::run(&t, &q)?;
                 Ok(Output::Rows(r, s))
+            }
+        }
+    }
+
+    /// Runs one SELECT with `$name` placeholders bound to `params`, under
+    /// `limits`: the engine API a server calls.
+    pub fn select(&self, sql: &str, params: sql::Params<'_>, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
+        let schema_of = |name: &str| -> Result<part::Schema> { Ok((*self.table(name)?.schema).clone()) };
+        match sql::parse_with(sql, &schema_of, params)? {
+            sql::Statement::Select(q) => {
+                let t = self.table(&q.table)?;
+                exec::Plan::new(&t.schema, &q).execute(&t.snapshot(), limits)
+            }
+            sql::Statement::Create(s) => {
+                Err(Error::Table { table: s.table, what: "CREATE TABLE is not a query; use execute".into() })
             }
         }
     }

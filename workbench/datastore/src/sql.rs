@@ -136,14 +136,24 @@ fn unsupported(what: &str, node: &impl Spanned) -> Error {
     at(format!("unsupported: {what}"), node)
 }
 
+/// Values bound to `$name` placeholders, which may stand wherever a literal
+/// may (`WHERE user_id = $prev`); each is checked against its column's type
+/// as the literal would be.
+pub type Params<'a> = &'a [(&'a str, Value)];
+
 /// Parses one statement. `schema_of` resolves a table name.
 pub fn parse(sql: &str, schema_of: &dyn Fn(&str) -> Result<Schema>) -> Result<Statement> {
+    parse_with(sql, schema_of, &[])
+}
+
+/// Parses one statement with `$name` placeholders bound to `params`.
+pub fn parse_with(sql: &str, schema_of: &dyn Fn(&str) -> Result<Schema>, params: Params<'_>) -> Result<Statement> {
     let mut stmts = Parser::parse_sql(&ClickHouseDialect {}, sql).map_err(|e| Error::Parse(e.to_string()))?;
     if stmts.len() != 1 {
         return Err(Error::Parse(format!("expected one statement, got {}", stmts.len())));
     }
     match stmts.remove(0) {
-        ast::Statement::Query(q) => Ok(Statement::Select(select(&q, schema_of)?)),
+        ast::Statement::Query(q) => Ok(Statement::Select(select(&q, schema_of, params)?)),
         ast::Statement::CreateTable(c) => Ok(Statement::Create(create(&c)?)),
         other => Err(unsupported("statement (only SELECT and CREATE TABLE)", &other)),
     }
@@ -207,6 +217,7 @@ fn create(c: &ast::CreateTable) -> Result<Schema> {
 
 struct Ctx<'a> {
     schema: &'a Schema,
+    params: Params<'a>,
 }
 
 impl Ctx<'_> {
@@ -226,6 +237,7 @@ impl Ctx<'_> {
             Expr::Value(v) => match &v.value {
                 ast::Value::Number(n, _) => (n.clone(), false, false),
                 ast::Value::SingleQuotedString(s) => (s.clone(), false, true),
+                ast::Value::Placeholder(name) => self.bound(name, e)?,
                 _ => return Err(unsupported(&format!("literal {e}"), e)),
             },
             Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match &**expr {
@@ -259,6 +271,21 @@ impl Ctx<'_> {
                     Ok(Value::U(text.parse().map_err(|_| bad())?))
                 }
             }
+        }
+    }
+
+    /// A bound parameter in the literal's text form, so it is checked
+    /// against the column exactly as a typed literal would be.
+    fn bound(&self, name: &str, e: &Expr) -> Result<(String, bool, bool)> {
+        let v = self.params.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
+        match v {
+            None => Err(at(format!("no value is bound to `{name}`"), e)),
+            Some(Value::Null) => Err(at(format!("`{name}` is bound to NULL, which compares with nothing"), e)),
+            Some(Value::U(u)) => Ok((u.to_string(), false, false)),
+            Some(Value::I(i)) => Ok((i.unsigned_abs().to_string(), *i < 0, false)),
+            // `{:?}` keeps a '.' or an exponent, so the text reads back as a float.
+            Some(Value::F(f)) => Ok((format!("{:?}", f.abs()), f.is_sign_negative(), false)),
+            Some(Value::S(s)) => Ok((s.clone(), false, true)),
         }
     }
 
@@ -389,7 +416,7 @@ impl Ctx<'_> {
     }
 }
 
-fn select(q: &ast::Query, schema_of: &dyn Fn(&str) -> Result<Schema>) -> Result<Select> {
+fn select(q: &ast::Query, schema_of: &dyn Fn(&str) -> Result<Schema>, params: Params<'_>) -> Result<Select> {
     if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.settings.is_some() || q.format_clause.is_some()
     {
         return Err(unsupported("WITH, FETCH, SETTINGS or FORMAT", q));
@@ -410,7 +437,7 @@ fn select(q: &ast::Query, schema_of: &dyn Fn(&str) -> Result<Schema>) -> Result<
         _ => return Err(unsupported("joins or several tables", &**s)),
     };
     let schema = schema_of(&table)?;
-    let ctx = Ctx { schema: &schema };
+    let ctx = Ctx { schema: &schema, params };
 
     let mut group_by = Vec::new();
     match &s.group_by {

@@ -220,6 +220,37 @@ impl Probe {
     }
 }
 
+/// Live heap bytes now, for a process that holds its [`Probe`] elsewhere (a
+/// server answering a stats request on any thread): dhat's exact current
+/// bytes, jemalloc's `stats.allocated`, `None` on the system build.
+/// NOTE: in the dhat build a [`Probe`] must be running (dhat panics otherwise).
+pub fn live_heap() -> Option<u64> {
+    #[cfg(feature = "dhat")]
+    {
+        Some(dhat::HeapStats::get().curr_bytes as u64)
+    }
+    #[cfg(feature = "jemalloc")]
+    {
+        jemalloc_stats().map(|j| j.allocated)
+    }
+    #[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+    {
+        None
+    }
+}
+
+/// jemalloc's global statistics now (`None` except in the jemalloc build).
+pub fn jemalloc_now() -> Option<JemallocStats> {
+    #[cfg(feature = "jemalloc")]
+    {
+        jemalloc_stats()
+    }
+    #[cfg(not(feature = "jemalloc"))]
+    {
+        None
+    }
+}
+
 #[cfg(feature = "jemalloc")]
 fn jemalloc_stats() -> Option<JemallocStats> {
     use tikv_jemalloc_ctl::{epoch, raw, stats};

@@ -11,6 +11,18 @@ pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 /// Bytes of the length prefix.
 pub const PREFIX_LEN: usize = 4;
 
+/// RETAIN_CAP = 256 KiB: a reader keeps a buffer up to this size between
+/// frames (every frame of the transport sweep, up to 64 KiB payloads plus
+/// envelope, reuses it, so steady loops stay allocation-free); a larger one,
+/// grown for one large frame, is given back before the next frame, so one
+/// large frame never pins its size for a connection's life.
+pub const RETAIN_CAP: usize = 256 << 10;
+
+/// READ_CHUNK = 64 KiB: the body buffer grows at most this far ahead of the
+/// bytes that have arrived, so a prefix announcing 16 MiB followed by a stall
+/// costs 64 KiB, not 16 MiB.
+pub const READ_CHUNK: usize = 64 << 10;
+
 /// Why a frame could not be read or written.
 #[derive(Debug)]
 pub enum FrameError {
@@ -94,9 +106,16 @@ impl<R: Read> FrameReader<R> {
     /// Reads the next frame. `Ok(None)` at a clean end of stream (between frames).
     ///
     /// PERF: the body lands in a buffer reused across calls; after the largest
-    /// frame has been seen once, reading allocates nothing. The announced length
-    /// is checked against the maximum before any byte is reserved.
+    /// frame (up to [`RETAIN_CAP`]) has been seen once, reading allocates
+    /// nothing. The announced length is checked against the maximum before
+    /// any byte is reserved; the buffer then grows with the bytes that arrive
+    /// ([`READ_CHUNK`] ahead at most, doubling, never past the frame's exact
+    /// length), and a buffer grown past [`RETAIN_CAP`] is released before the
+    /// next frame.
     pub fn read_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        if self.buf.capacity() > RETAIN_CAP {
+            self.buf = Vec::new();
+        }
         let mut prefix = [0u8; PREFIX_LEN];
         let got = read_full(&mut self.inner, &mut prefix)?;
         if got == 0 {
@@ -110,13 +129,29 @@ impl<R: Read> FrameReader<R> {
             return Err(FrameError::TooLarge { len, max: self.max });
         }
         self.buf.clear();
-        self.buf.resize(len, 0);
-        let got = read_full(&mut self.inner, &mut self.buf)?;
-        if got < len {
-            return Err(FrameError::Truncated { len, got });
+        while self.buf.len() < len {
+            let have = self.buf.len();
+            let want = (have + READ_CHUNK).min(len);
+            grow_towards(&mut self.buf, want, len);
+            self.buf.resize(want, 0);
+            let got = read_full(&mut self.inner, &mut self.buf[have..want])?;
+            self.buf.truncate(have + got);
+            if got < want - have {
+                return Err(FrameError::Truncated { len, got: have + got });
+            }
         }
         Ok(Some(&self.buf))
     }
+}
+
+/// Makes room for `want` bytes in `buf`, doubling (so a large frame costs
+/// O(len) copying) but never reserving past `limit`, the frame's exact length.
+pub fn grow_towards(buf: &mut Vec<u8>, want: usize, limit: usize) {
+    if buf.capacity() >= want {
+        return;
+    }
+    let target = want.max(buf.capacity().saturating_mul(2)).min(limit.max(want));
+    buf.reserve_exact(target - buf.len());
 }
 
 /// Reads until `buf` is full or the stream ends; the count read.
@@ -200,7 +235,9 @@ pub struct BufPool {
 
 impl BufPool {
     pub fn new(max_buffers: usize, max_capacity: usize) -> Self {
-        BufPool { free: Vec::with_capacity(max_buffers), max_buffers, max_capacity }
+        // NOTE: the free list starts empty and unallocated: an idle connection's
+        // pool costs nothing until a buffer is returned to it.
+        BufPool { free: Vec::new(), max_buffers, max_capacity }
     }
     /// An empty buffer, reused when one is free.
     pub fn get(&mut self) -> Vec<u8> {
@@ -216,6 +253,10 @@ impl BufPool {
     /// Buffers currently free.
     pub fn free_count(&self) -> usize {
         self.free.len()
+    }
+    /// Drops every free buffer (and the list itself), for an idle owner.
+    pub fn release(&mut self) {
+        self.free = Vec::new();
     }
 }
 
@@ -255,6 +296,31 @@ mod tests {
         assert_eq!(err.to_string(), "stream ended inside a frame of length 10 after 3 bytes");
         let err = FrameReader::new(&bytes[..2]).read_frame().unwrap_err();
         assert!(matches!(err, FrameError::Truncated { len: 4, got: 2 }), "{err:?}");
+    }
+
+    #[test]
+    fn a_stalled_large_frame_reserves_only_what_arrived() {
+        // 16 MiB announced, 10 bytes sent, then the stream ends.
+        let mut bytes = (16u32 << 20).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[7; 10]);
+        let mut r = FrameReader::new(&bytes[..]);
+        let err = r.read_frame().unwrap_err();
+        assert!(matches!(err, FrameError::Truncated { len, got: 10 } if len == 16 << 20), "{err:?}");
+        assert!(r.buf.capacity() <= READ_CHUNK, "reserved {} bytes for 10 that arrived", r.buf.capacity());
+    }
+
+    #[test]
+    fn large_frame_reserves_exactly_and_is_given_back() {
+        let big = vec![5u8; 3 << 20];
+        let mut w = FrameWriter::new(Vec::new());
+        w.write_frame(&big).unwrap();
+        w.write_frame(b"small").unwrap();
+        let bytes = w.get_ref().clone();
+        let mut r = FrameReader::new(&bytes[..]);
+        assert_eq!(r.read_frame().unwrap().map(<[u8]>::len), Some(big.len()));
+        assert!(r.buf.capacity() <= big.len(), "capacity {} > frame {}", r.buf.capacity(), big.len());
+        assert_eq!(r.read_frame().unwrap(), Some(&b"small"[..]));
+        assert!(r.buf.capacity() <= RETAIN_CAP, "kept {} bytes after a large frame", r.buf.capacity());
     }
 
     #[test]

@@ -115,9 +115,89 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// The promise table of one connection: each call's answer, kept until the
+/// client sends `finish`, bounded by [`Limits::max_promises`].
+///
+/// Transport-agnostic, so a server that runs calls elsewhere (a worker pool,
+/// an async task) keeps the same pipelining rules as [`ServerConn`]: a call's
+/// promise must be new and non-zero (400), the table must have room (429), a
+/// target must be live (410) and must have succeeded (424).
+pub struct Answers {
+    answers: Vec<Answer>,
+    max: usize,
+}
+
+impl Answers {
+    /// An empty table; allocates nothing until the first answer is stored.
+    pub fn new(max_promises: usize) -> Self {
+        Answers { answers: Vec::new(), max: max_promises }
+    }
+
+    /// Answers currently held.
+    pub fn len(&self) -> usize {
+        self.answers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+    }
+
+    fn find(&self, promise: u32) -> Option<usize> {
+        self.answers.iter().position(|a| a.promise == promise)
+    }
+
+    /// Checks a call before it runs. `Ok(target's body)` (`None` without a
+    /// target), or the refusal status with its reason written to `why`.
+    pub fn admit(&self, promise: u32, target: u32, why: &mut Vec<u8>) -> Result<Option<&[u8]>, u32> {
+        if promise == 0 || self.find(promise).is_some() {
+            let _ = write!(why, "promise id {promise} is reserved or already in use");
+            return Err(status::BAD_REQUEST);
+        }
+        if self.answers.len() >= self.max {
+            let _ = write!(why, "promise table full ({} answers); finish some", self.max);
+            return Err(status::TOO_MANY);
+        }
+        if target == 0 {
+            return Ok(None);
+        }
+        match self.find(target) {
+            None => {
+                let _ = write!(why, "target promise {target} is unknown or finished");
+                Err(status::GONE)
+            }
+            Some(i) if self.answers[i].status != status::OK => {
+                let _ = write!(why, "target promise {target} failed with status {}", self.answers[i].status);
+                Err(status::FAILED_DEPENDENCY)
+            }
+            Some(i) => Ok(Some(&self.answers[i].body)),
+        }
+    }
+
+    /// Stores the answer of an admitted call; its body, as stored.
+    pub fn store(&mut self, promise: u32, status: u32, body: Vec<u8>) -> &[u8] {
+        self.answers.push(Answer { promise, status, body });
+        &self.answers[self.answers.len() - 1].body
+    }
+
+    /// Releases `promise`'s answer (a `finish`); its body, for reuse.
+    pub fn release(&mut self, promise: u32) -> Option<Vec<u8>> {
+        let i = self.find(promise)?;
+        Some(self.answers.swap_remove(i).body)
+    }
+
+    /// Gives the table's capacity back when it holds nothing, so an idle
+    /// connection costs no table. NOTE: a request/response loop that wants
+    /// zero allocations per call keeps the capacity instead (no call here).
+    pub fn shrink_if_empty(&mut self) {
+        if self.answers.is_empty() {
+            self.answers = Vec::new();
+        }
+    }
+}
+
 /// Server-side state of one connection: the answer table and reused buffers.
 pub struct ServerConn {
-    answers: Vec<Answer>,
+    answers: Answers,
     pool: BufPool,
     builder: Builder,
     limits: Limits,
@@ -126,7 +206,7 @@ pub struct ServerConn {
 impl ServerConn {
     pub fn new(limits: Limits) -> Self {
         ServerConn {
-            answers: Vec::new(),
+            answers: Answers::new(limits.max_promises),
             // Keep as many free buffers as answers may be live, each at most one frame.
             pool: BufPool::new(limits.max_promises, limits.max_frame),
             builder: Builder::new(),
@@ -137,10 +217,6 @@ impl ServerConn {
     /// Answers currently held for this connection.
     pub fn live_answers(&self) -> usize {
         self.answers.len()
-    }
-
-    fn find(&self, promise: u32) -> Option<usize> {
-        self.answers.iter().position(|a| a.promise == promise)
     }
 
     /// Handles one request message; the response to send, or `None` for `finish`.
@@ -162,47 +238,25 @@ impl ServerConn {
             }
         };
         if method == FINISH {
-            if let Some(i) = self.find(target) {
-                let a = self.answers.swap_remove(i);
-                self.pool.put(a.body);
+            if let Some(body) = self.answers.release(target) {
+                self.pool.put(body);
             }
             return None;
         }
-        if promise == 0 || self.find(promise).is_some() {
-            let mut body = self.pool.get();
-            let _ = write!(body, "promise id {promise} is reserved or already in use");
-            return Some(self.respond_owned(status::BAD_REQUEST, promise, body));
-        }
-        if self.answers.len() >= self.limits.max_promises {
-            let mut body = self.pool.get();
-            let _ = write!(body, "promise table full ({} answers); finish some", self.limits.max_promises);
-            return Some(self.respond_owned(status::TOO_MANY, promise, body));
-        }
         let mut body = self.pool.get();
-        let status = if target == 0 {
-            d.dispatch(&Call { method, promise, capability, payload, target: None }, &mut body)
-        } else {
-            match self.find(target) {
-                None => {
-                    let _ = write!(body, "target promise {target} is unknown or finished");
-                    status::GONE
-                }
-                Some(i) if self.answers[i].status != status::OK => {
-                    let _ = write!(body, "target promise {target} failed with status {}", self.answers[i].status);
-                    status::FAILED_DEPENDENCY
-                }
-                Some(i) => {
-                    let t = &self.answers[i].body;
-                    d.dispatch(&Call { method, promise, capability, payload, target: Some(t) }, &mut body)
-                }
+        let status = match self.answers.admit(promise, target, &mut body) {
+            Ok(target) => d.dispatch(&Call { method, promise, capability, payload, target }, &mut body),
+            Err(s @ (status::BAD_REQUEST | status::TOO_MANY)) => {
+                // Refused calls are not stored: they answer and are gone.
+                return Some(self.respond_owned(s, promise, body));
             }
+            Err(s) => s,
         };
-        self.answers.push(Answer { promise, status, body });
-        let last = self.answers.len() - 1;
+        let stored = self.answers.store(promise, status, body);
         let mut r = self.builder.root::<Response>();
         r.status(status);
         r.promise(promise);
-        r.body(&self.answers[last].body);
+        r.body(stored);
         Some(r.finish().unwrap_or(&[]))
     }
 
@@ -286,6 +340,12 @@ pub enum RpcError {
     Closed {
         promise: u32,
     },
+    /// The server answered promise 0: an error about the connection itself
+    /// (a malformed or oversized frame, a refused connection), not a call.
+    Refused {
+        status: u32,
+        message: String,
+    },
 }
 
 impl fmt::Display for RpcError {
@@ -305,6 +365,7 @@ impl fmt::Display for RpcError {
             RpcError::Closed { promise } => {
                 write!(f, "connection closed while waiting for promise {promise}")
             }
+            RpcError::Refused { status, message } => write!(f, "server refused (status {status}): {message}"),
         }
     }
 }
@@ -400,6 +461,10 @@ impl<R: Read, W: Write> Client<R, W> {
                 .and_then(|m| m.root::<Response>())
                 .and_then(|r| Ok((r.promise(), r.status(), r.body()?)))
                 .map_err(RpcError::Malformed)?;
+            if promise == 0 {
+                let message = String::from_utf8_lossy(body).into_owned();
+                return Err(RpcError::Refused { status, message });
+            }
             let i = self
                 .slots
                 .iter()

@@ -1,0 +1,62 @@
+//! The dependent-chain workload of the pipelining benchmark and tests:
+//! table `chain` holds k = 0..1000, and each step asks for the next key
+//! after the previous step's answer, so a chain of depth d ends at d.
+
+use crate::client::{Client, ClientError};
+use datastore::{Batch, ColumnData, ColumnType, Value};
+
+type Result<T> = std::result::Result<T, ClientError>;
+
+const CHAIN_TABLE: &str = "chain";
+const CHAIN_ROWS: u64 = 1000;
+
+/// Makes table `chain` (k = 0..1000) through the server if it is missing.
+pub fn ensure_table(c: &mut Client) -> Result<()> {
+    if c.execute(&format!("SELECT count() FROM {CHAIN_TABLE}")).is_ok() {
+        return Ok(());
+    }
+    c.execute(&format!("CREATE TABLE {CHAIN_TABLE} (k UInt64) ORDER BY (k)"))?;
+    let batch = Batch { columns: vec![ColumnData::U64((0..CHAIN_ROWS).collect())] };
+    let p = c.insert(CHAIN_TABLE, &[("k".to_string(), ColumnType::UInt64)], &batch)?;
+    c.wait(p)?;
+    c.finish(p)?;
+    Ok(())
+}
+
+/// The first query of a chain and the step that follows each: every step
+/// returns the next key, so a chain of depth d ends at d.
+pub const FIRST: &str = "SELECT min(k) FROM chain WHERE k > 0";
+pub const STEP: &str = "SELECT min(k) FROM chain WHERE k > $prev";
+
+fn first_u64(c: &mut Client, p: zap::rpc::Promise) -> Result<u64> {
+    let v = c.wait(p)?.first_value()?;
+    match v {
+        Some(Value::U(x)) => Ok(x),
+        other => Err(ClientError::Status { status: 0, message: format!("chain step answered {other:?}") }),
+    }
+}
+
+/// A pipelined chain: every call sent in one flight, the last one awaited.
+pub fn pipelined(c: &mut Client, depth: usize) -> Result<u64> {
+    let mut promises = vec![c.query(FIRST)?];
+    for _ in 1..depth {
+        let prev = *promises.last().expect("non-empty");
+        promises.push(c.query_on(prev, STEP)?);
+    }
+    let last = first_u64(c, *promises.last().expect("non-empty"))?;
+    for p in promises {
+        c.finish(p)?;
+    }
+    Ok(last)
+}
+
+/// The same chain request-response: each value read before the next call.
+pub fn request_response(c: &mut Client, depth: usize) -> Result<u64> {
+    let mut v = 0;
+    for _ in 0..depth {
+        let p = c.query(&format!("SELECT min(k) FROM chain WHERE k > {v}"))?;
+        v = first_u64(c, p)?;
+        c.finish(p)?;
+    }
+    Ok(v)
+}

@@ -1,0 +1,133 @@
+//! What each method does against the engine; runs on a worker thread.
+
+use crate::limits::Config;
+use crate::pool::{Answer, Work};
+use crate::protocol::{self, ColumnsView, ColumnsWriter};
+use datastore::table::Merger;
+use datastore::{Db, Error, Limits, Output, Value};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::time::Instant;
+use zap::Builder;
+
+/// A worker's reused encoding buffers.
+#[derive(Default)]
+pub struct Scratch {
+    writer: ColumnsWriter,
+    builder: Builder,
+}
+
+/// The engine behind the server: the data directory, the limits, and one
+/// background merger per table that has taken inserts.
+pub struct Handler {
+    db: Db,
+    cfg: Config,
+    mergers: Mutex<HashMap<String, Merger>>,
+}
+
+fn answer(status: u32, body: impl Into<Vec<u8>>) -> Answer {
+    Answer { status, body: body.into() }
+}
+
+/// The status an engine error is answered with.
+fn status_of(e: &Error) -> u32 {
+    match e {
+        Error::Sql { .. } | Error::Parse(_) | Error::Table { .. } | Error::Column { .. } => protocol::UNPROCESSABLE,
+        Error::Deadline { .. } => protocol::TIMEOUT,
+        Error::ResultTooLarge { .. } => protocol::TOO_LARGE,
+        Error::Io { .. } | Error::Corrupt { .. } => protocol::INTERNAL,
+    }
+}
+
+impl Handler {
+    pub fn new(db: Db, cfg: Config) -> Handler {
+        Handler { db, cfg, mergers: Mutex::new(HashMap::new()) }
+    }
+
+    /// Runs one call. A panic in the engine is a bug, but it fails this call
+    /// (500), not the server.
+    pub fn run(&self, work: Work, s: &mut Scratch) -> Answer {
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| match work {
+            Work::Query { sql, prev } => self.query(&sql, prev, s),
+            Work::Insert { msg } => self.insert(&msg, s),
+        }));
+        r.unwrap_or_else(|_| answer(protocol::INTERNAL, "internal error: the engine panicked on this call"))
+    }
+
+    fn query(&self, sql: &str, prev: Option<Value>, s: &mut Scratch) -> Answer {
+        if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
+            return match self.db.execute(sql) {
+                Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s),
+                Ok(Output::Rows(r, _)) => self.encode(&r, s),
+                Err(e) => answer(status_of(&e), e.to_string()),
+            };
+        }
+        let params: Vec<(&str, Value)> = prev.into_iter().map(|v| ("$prev", v)).collect();
+        let limits = Limits {
+            deadline: Some(Instant::now() + self.cfg.query_timeout),
+            deadline_ms: self.cfg.query_timeout.as_millis() as u64,
+            max_rows: Some(self.cfg.max_result_rows),
+        };
+        match self.db.select(sql, &params, &limits) {
+            Ok((r, _)) => self.encode(&r, s),
+            Err(e) => answer(status_of(&e), e.to_string()),
+        }
+    }
+
+    fn encode(&self, r: &datastore::QueryResult, s: &mut Scratch) -> Answer {
+        match protocol::encode_result(&mut s.writer, &mut s.builder, r) {
+            // The envelope around the body is 40 bytes; keep the frame under the limit.
+            Ok(msg) if msg.len() + 64 > self.cfg.max_frame => answer(
+                protocol::TOO_LARGE,
+                format!("result of {} bytes exceeds the {}-byte frame limit", msg.len(), self.cfg.max_frame),
+            ),
+            Ok(msg) => answer(protocol::OK, msg),
+            Err(e) => answer(protocol::INTERNAL, format!("encoding the result: {e}")),
+        }
+    }
+
+    fn insert(&self, msg: &[u8], s: &mut Scratch) -> Answer {
+        let view = match ColumnsView::parse(msg) {
+            Ok(v) => v,
+            Err(e) => return answer(protocol::UNPROCESSABLE, format!("insert batch: {e}")),
+        };
+        let table = match self.db.table(view.table()) {
+            Ok(t) => t,
+            Err(e) => return answer(status_of(&e), e.to_string()),
+        };
+        let schema: Vec<_> = table.schema.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+        let batch = match protocol::batch_for(&view, &schema) {
+            Ok(b) => b,
+            Err(e) => return answer(protocol::UNPROCESSABLE, format!("insert into `{}`: {e}", view.table())),
+        };
+        // NOTE: `Table::insert` returns once the part's files, its directory and
+        // the table directory are fsynced: the acknowledgement below is durable.
+        if let Err(e) = table.insert(&batch) {
+            return answer(status_of(&e), e.to_string());
+        }
+        if let Ok(mut m) = self.mergers.lock() {
+            m.entry(view.table().to_string()).or_insert_with(|| Merger::start(table.clone(), 4)).poke();
+        }
+        self.encode(&one_row("inserted", Value::U(batch.rows() as u64)), s)
+    }
+
+    /// Stops the background mergers (each finishes the merge it is in).
+    pub fn stop(&self) {
+        let mergers: Vec<Merger> =
+            self.mergers.lock().map(|mut m| m.drain().map(|(_, v)| v).collect()).unwrap_or_default();
+        for m in mergers {
+            if let Err(e) = m.stop() {
+                eprintln!("merger: {e}");
+            }
+        }
+    }
+}
+
+fn one_row(name: &str, v: Value) -> datastore::QueryResult {
+    let ty = match v {
+        Value::S(_) => datastore::ColumnType::String,
+        _ => datastore::ColumnType::UInt64,
+    };
+    datastore::QueryResult { columns: vec![name.to_string()], types: vec![ty], rows: vec![vec![v]] }
+}

@@ -1,0 +1,252 @@
+//! `datastore-server`: serve a data directory over ZAP; a client, a delay
+//! proxy, and the load drivers of the connection and chain benchmarks.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use server::client::Client;
+use server::limits::{self, Config};
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod bench;
+
+#[derive(Parser)]
+#[command(name = "datastore-server", about = "The datastore over ZAP: serve, client, proxy, benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve a data directory; prints `listening on ADDR` once bound.
+    Serve {
+        #[arg(long)]
+        data: PathBuf,
+        /// Address to listen on; port 0 picks a free port.
+        #[arg(long, default_value = "127.0.0.1:9440")]
+        listen: String,
+        #[arg(long, default_value_t = Config::default().max_connections)]
+        max_connections: usize,
+        /// Query and insert threads (default: one per core).
+        #[arg(long, default_value_t = Config::default().workers)]
+        workers: usize,
+        #[arg(long, default_value_t = 30_000)]
+        query_timeout_ms: u64,
+        #[arg(long, default_value_t = 10_000)]
+        stall_timeout_ms: u64,
+        #[arg(long, default_value_t = Config::default().max_result_rows)]
+        max_result_rows: usize,
+        #[arg(long, default_value_t = Config::default().max_frame)]
+        max_frame: usize,
+        /// dhat build: where the trace is written at shutdown.
+        #[arg(long, default_value = "datastore-server.dhat.json")]
+        trace: PathBuf,
+    },
+    /// Run one SQL statement against a server.
+    Client {
+        server: String,
+        sql: String,
+        #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
+        format: String,
+    },
+    /// Forward connections with a fixed one-way delay each way; prints the
+    /// client→server flight count at exit (and every `--report-s` seconds).
+    Proxy {
+        #[arg(long)]
+        listen: String,
+        #[arg(long)]
+        upstream: SocketAddr,
+        /// One-way delay in milliseconds (fractions allowed): RTT grows by twice this.
+        #[arg(long, default_value_t = 0.25)]
+        delay_ms: f64,
+        #[arg(long, default_value_t = 0)]
+        report_s: u64,
+    },
+    /// Load driver: open N connections, ping once on each, hold them until stdin closes.
+    Hold {
+        server: String,
+        #[arg(long)]
+        connections: usize,
+    },
+    /// Server RSS and live heap against idle connections (server in a child process).
+    Connbench {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
+        steps: Vec<usize>,
+        /// The server binary to measure (default: this one; e.g. a dhat or jemalloc build).
+        #[arg(long)]
+        server_bin: Option<PathBuf>,
+    },
+    /// Dependent chains through the delay proxy: pipelined against request-response.
+    Chainbench {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
+        depths: Vec<usize>,
+        #[arg(long, value_delimiter = ',', default_value = "0,0.25")]
+        delay_ms: Vec<f64>,
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Serve {
+            data,
+            listen,
+            max_connections,
+            workers,
+            query_timeout_ms,
+            stall_timeout_ms,
+            max_result_rows,
+            max_frame,
+            trace,
+        } => {
+            let _probe = probe::Probe::start(Some(&trace));
+            let fds = limits::raise_fd_limit();
+            if (fds as usize) < max_connections + 64 {
+                eprintln!("note: open-files limit {fds} is below --max-connections {max_connections} + 64");
+            }
+            let cfg = Config {
+                max_connections,
+                max_frame,
+                max_result_rows,
+                query_timeout: Duration::from_millis(query_timeout_ms),
+                stall_timeout: Duration::from_millis(stall_timeout_ms),
+                workers,
+                queue: 64 * workers.max(1),
+                ..Config::default()
+            };
+            let summary = server::serve(
+                &data,
+                &listen,
+                cfg,
+                |addr| {
+                    println!("listening on {addr}");
+                    let _ = std::io::stdout().flush();
+                },
+                stop_signal(),
+            )?;
+            eprintln!("shut down: {summary}");
+            if probe::VARIANT == probe::Variant::Dhat {
+                eprintln!("dhat trace: {}", trace.display());
+            }
+        }
+        Cmd::Client { server, sql, format } => {
+            let mut c = Client::connect(server.as_str())?;
+            let (names, _types, rows) = c.execute(&sql)?;
+            print_rows(&names, &rows, &format)?;
+        }
+        Cmd::Proxy { listen, upstream, delay_ms, report_s } => proxy(&listen, upstream, delay_ms, report_s)?,
+        Cmd::Hold { server, connections } => {
+            limits::raise_fd_limit();
+            let held = bench::hold(&server, connections)?;
+            println!("held {}", held.len());
+            std::io::stdout().flush()?;
+            // Hold until whoever started us closes our stdin.
+            for _ in std::io::stdin().lock().lines() {}
+        }
+        Cmd::Connbench { data, steps, server_bin } => bench::connections(&data, &steps, server_bin.as_deref())?,
+        Cmd::Chainbench { data, depths, delay_ms, runs } => bench::chains(&data, &depths, &delay_ms, runs)?,
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
+}
+
+fn proxy(listen: &str, upstream: SocketAddr, delay_ms: f64, report_s: u64) -> Result<()> {
+    if !(delay_ms >= 0.0 && delay_ms.is_finite()) {
+        bail!("--delay-ms must be a non-negative number, got {delay_ms}");
+    }
+    let delay = Duration::from_secs_f64(delay_ms / 1e3);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let stats = std::sync::Arc::new(server::proxy::ProxyStats::default());
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("--listen {listen}"))?;
+        println!("proxy listening on {} -> {upstream}, {delay_ms} ms each way", listener.local_addr()?);
+        let _ = std::io::stdout().flush();
+        let st = stats.clone();
+        if report_s > 0 {
+            let st = stats.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(report_s)).await;
+                    eprintln!("flights {}", st.flights());
+                }
+            });
+        }
+        server::proxy::run(listener, upstream, delay, st, stop_signal()).await;
+        anyhow::Ok(())
+    })?;
+    use std::sync::atomic::Ordering::SeqCst;
+    println!(
+        "proxy: {} connection(s), {} client->server flight(s), {} B up, {} B down",
+        stats.connections.load(SeqCst),
+        stats.flights(),
+        stats.bytes_up.load(SeqCst),
+        stats.bytes_down.load(SeqCst)
+    );
+    Ok(())
+}
+
+fn print_rows(names: &[String], rows: &[Vec<datastore::Value>], format: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let cell = |v: &datastore::Value| v.to_string();
+    match format {
+        "json" => {
+            let rows: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    let m = names.iter().zip(r).map(|(n, v)| (n.clone(), serde_json::json!(cell(v)))).collect();
+                    serde_json::Value::Object(m)
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        }
+        "csv" => {
+            writeln!(out, "{}", names.join(","))?;
+            for r in rows {
+                writeln!(out, "{}", r.iter().map(cell).collect::<Vec<_>>().join(","))?;
+            }
+        }
+        _ => {
+            writeln!(out, "{}", names.join("\t"))?;
+            for r in rows {
+                writeln!(out, "{}", r.iter().map(cell).collect::<Vec<_>>().join("\t"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts `bin serve --data DIR --listen 127.0.0.1:0` and reads the bound address.
+pub fn spawn_server(bin: &Path, data: &Path, extra: &[&str]) -> Result<(std::process::Child, SocketAddr)> {
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let out = child.stdout.take().context("server stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .with_context(|| format!("server printed {line:?}, not its address"))?
+        .parse()?;
+    Ok((child, addr))
+}

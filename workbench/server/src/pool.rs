@@ -1,0 +1,87 @@
+//! The worker pool: a fixed number of threads running queries and inserts
+//! for every connection, fed by a bounded queue.
+//!
+//! NOTE: the engine is synchronous (file reads, CPU-bound scans), so calls
+//! leave the I/O thread; the queue's bound is the backpressure — a connection
+//! whose call cannot be queued waits, stops reading, and TCP pushes back.
+
+use crate::handler::Handler;
+use datastore::Value;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+
+/// What a worker runs.
+pub enum Work {
+    /// SQL, with `$prev` bound when the call had a target.
+    Query { sql: String, prev: Option<Value> },
+    /// A `Columns` message to insert.
+    Insert { msg: Vec<u8> },
+}
+
+/// A call's outcome: its status and answer body.
+pub struct Answer {
+    pub status: u32,
+    pub body: Vec<u8>,
+}
+
+struct Job {
+    work: Work,
+    reply: oneshot::Sender<Answer>,
+}
+
+pub struct Pool {
+    tx: Mutex<Option<mpsc::Sender<Job>>>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl Pool {
+    pub fn start(handler: Arc<Handler>, workers: usize, queue: usize) -> Pool {
+        let (tx, rx) = mpsc::channel::<Job>(queue.max(1));
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = (0..workers.max(1))
+            .map(|i| {
+                let (rx, handler) = (rx.clone(), handler.clone());
+                std::thread::Builder::new()
+                    .name(format!("worker-{i}"))
+                    .spawn(move || {
+                        let mut scratch = crate::handler::Scratch::default();
+                        loop {
+                            // NOTE: one worker waits in recv holding the lock; the
+                            // others wait for the lock. Either way they sleep.
+                            let job = rx.lock().map(|mut r| r.blocking_recv()).ok().flatten();
+                            let Some(job) = job else { break };
+                            let answer = handler.run(job.work, &mut scratch);
+                            let _ = job.reply.send(answer);
+                        }
+                    })
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        Pool { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads) }
+    }
+
+    /// Runs `work` on a worker; waits for room in the queue, then for the answer.
+    pub async fn run(&self, work: Work) -> Answer {
+        let (reply, rx) = oneshot::channel();
+        let tx = self.tx.lock().ok().and_then(|t| t.clone());
+        let sent = match tx {
+            Some(tx) => tx.send(Job { work, reply }).await.is_ok(),
+            None => false,
+        };
+        match (sent, rx.await) {
+            (true, Ok(a)) => a,
+            _ => Answer { status: crate::protocol::UNAVAILABLE, body: b"worker pool stopped".to_vec() },
+        }
+    }
+
+    /// Lets the workers finish the queue, then joins them.
+    pub fn stop(&self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let threads: Vec<_> = self.threads.lock().map(|mut t| t.drain(..).collect()).unwrap_or_default();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
