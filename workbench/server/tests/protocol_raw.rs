@@ -132,14 +132,14 @@ fn limits_answer_408_413_and_inserts_are_checked() {
 
 #[test]
 fn oversized_truncated_and_stalled_frames_close_only_their_connection() {
-    let cfg = Config { max_frame: 1 << 16, stall_timeout: Duration::from_millis(300), ..Config::default() };
+    let cfg = Config { max_frame: 1 << 20, stall_timeout: Duration::from_millis(300), ..Config::default() };
     let (_d, s) = start("frames", cfg);
     // Oversized: a 413 on promise 0, then the close.
     let mut big = Raw::connect(s.addr);
     big.send(&(1u32 << 30).to_le_bytes());
     let (st, p, body) = big.recv().unwrap();
     assert_eq!((st, p), (protocol::TOO_LARGE, 0));
-    assert!(text(&body).contains("exceeds the maximum of 65536"), "{}", text(&body));
+    assert!(text(&body).contains("exceeds the maximum of 1048576"), "{}", text(&body));
     assert!(big.closed());
     // Truncated: half a frame, then the peer leaves.
     let mut half = Raw::connect(s.addr);
