@@ -53,32 +53,11 @@ pub fn connections(data: &Path, steps: &[usize], server_bin: Option<&Path>) -> R
     std::fs::create_dir_all(data)?;
     let max_conn = (max + 16).to_string();
     let (mut child, addr) = spawn_server(&bin, data, &["--max-connections", &max_conn])?;
-    let addr = addr.to_string();
-    let mut ctl = ping_once(&addr)?;
-    let mut held: Vec<Client> = Vec::new();
-    let mut rows = Vec::new();
-    for &n in steps {
-        while held.len() < n {
-            held.push(ping_once(&addr).with_context(|| format!("connection {}", held.len() + 1))?);
-        }
-        // Let the server's last replies and frees settle before sampling.
-        std::thread::sleep(Duration::from_millis(300));
-        let s = server_stats(&mut ctl)?;
-        let rss = s["rss_bytes"].as_u64().unwrap_or(0) as f64;
-        let live = s["live_heap_bytes"].as_u64().map(|v| v as f64);
-        eprintln!("{n} connections: server RSS {}", mib(rss));
-        rows.push((
-            n,
-            s["connections"].as_u64().unwrap_or(0),
-            rss,
-            live,
-            s["variant"].as_str().unwrap_or("?").to_string(),
-        ));
-    }
+    let measured = measure_connections(&addr.to_string(), steps);
     // SAFETY: kill sends a signal to the child we started; no memory is touched.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    drop(held);
     let status = child.wait()?;
+    let rows = measured?;
     let (n0, _, rss0, live0, variant) = rows.first().cloned().context("no --steps")?;
     println!(
         "connection scaling: server `{}` ({variant} build), one ping per connection then idle, one sample per step",
@@ -108,6 +87,34 @@ pub fn connections(data: &Path, steps: &[usize], server_bin: Option<&Path>) -> R
         );
     }
     Ok(())
+}
+
+type Step = (usize, u64, f64, Option<f64>, String);
+
+/// Holds `steps` connections in turn and samples the server at each.
+fn measure_connections(addr: &str, steps: &[usize]) -> Result<Vec<Step>> {
+    let mut ctl = ping_once(addr)?;
+    let mut held: Vec<Client> = Vec::new();
+    let mut rows = Vec::new();
+    for &n in steps {
+        while held.len() < n {
+            held.push(ping_once(addr).with_context(|| format!("connection {}", held.len() + 1))?);
+        }
+        // Let the server's last replies and frees settle before sampling.
+        std::thread::sleep(Duration::from_millis(300));
+        let s = server_stats(&mut ctl)?;
+        let rss = s["rss_bytes"].as_u64().unwrap_or(0) as f64;
+        let live = s["live_heap_bytes"].as_u64().map(|v| v as f64);
+        eprintln!("{n} connections: server RSS {}", mib(rss));
+        rows.push((
+            n,
+            s["connections"].as_u64().unwrap_or(0),
+            rss,
+            live,
+            s["variant"].as_str().unwrap_or("?").to_string(),
+        ));
+    }
+    Ok(rows)
 }
 
 fn median(v: &mut [f64]) -> f64 {

@@ -4,7 +4,9 @@
 
 use crate::protocol::{self, ColumnsView, ColumnsWriter, ProtocolError};
 use datastore::{Batch, ColumnType, Value};
+use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use zap::rpc::{self, Promise, RpcError};
 use zap::Builder;
 
@@ -22,8 +24,36 @@ pub enum ClientError {
     Protocol(#[from] ProtocolError),
 }
 
+/// One socket as both halves of the RPC client.
+/// NOTE: not `try_clone`: a clone is a second descriptor, and a load driver
+/// holding 10,000 connections must stay under 20,000 open files.
+struct Half(Arc<TcpStream>);
+
+impl Read for Half {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for Half {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
+/// A query's answer, copied out of its frame (see [`Client::wait`] for the zero-copy view).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    pub names: Vec<String>,
+    pub types: Vec<ColumnType>,
+    pub rows: Vec<Vec<Value>>,
+}
+
 pub struct Client {
-    rpc: rpc::Client<TcpStream, TcpStream>,
+    rpc: rpc::Client<Half, Half>,
     writer: ColumnsWriter,
     builder: Builder,
 }
@@ -34,8 +64,9 @@ impl Client {
         let err = |source| ClientError::Connect { addr: format!("{addr:?}"), source };
         let stream = TcpStream::connect(&addr).map_err(err)?;
         stream.set_nodelay(true).map_err(err)?;
-        let r = stream.try_clone().map_err(err)?;
-        Ok(Client { rpc: rpc::Client::new(r, stream), writer: ColumnsWriter::default(), builder: Builder::new() })
+        let s = Arc::new(stream);
+        let rpc = rpc::Client::new(Half(s.clone()), Half(s));
+        Ok(Client { rpc, writer: ColumnsWriter::default(), builder: Builder::new() })
     }
 
     /// Queues a query; sent with the next `flush` or `wait`.
@@ -99,14 +130,14 @@ impl Client {
         Ok(self.rpc.finish(p)?)
     }
 
-    /// One query, waited for, released: its column names and rows.
-    pub fn execute(&mut self, sql: &str) -> Result<(Vec<String>, Vec<ColumnType>, Vec<Vec<Value>>), ClientError> {
+    /// One query, waited for, released: its columns and rows.
+    pub fn execute(&mut self, sql: &str) -> Result<Rows, ClientError> {
         let p = self.query(sql)?;
         let out = self.wait(p).and_then(|v| {
             let cols = (0..v.len()).map(|i| v.column(i)).collect::<Result<Vec<_>, _>>()?;
             let names = cols.iter().map(|c| c.name.to_string()).collect();
             let types = cols.iter().map(|c| c.ty).collect();
-            Ok((names, types, v.to_rows()?))
+            Ok(Rows { names, types, rows: v.to_rows()? })
         });
         self.finish(p)?;
         out

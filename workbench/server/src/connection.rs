@@ -14,9 +14,10 @@ use crate::limits::Config;
 use crate::pool::{Answer, Pool, Work};
 use crate::protocol::{self, ColumnsView};
 use crate::shutdown::Shutdown;
+use std::cell::RefCell;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use zap::frame::{decode_frame, grow_towards, BufPool, FrameError, PREFIX_LEN, READ_CHUNK};
@@ -48,19 +49,68 @@ pub struct Counters {
 /// burst; a ping is 52 bytes, a chain of 64 queries a few KiB.
 const FIRST_READ: usize = 4 << 10;
 
+/// One connection's state: all an idle connection holds, besides its task.
+struct Conn {
+    stream: TcpStream,
+    answers: Answers,
+    /// Bytes of an incomplete frame; empty (and unallocated) between frames.
+    inbuf: Vec<u8>,
+    /// When the incomplete frame at the front of `inbuf` began: the stall
+    /// timeout runs from there, so trickling a byte at a time does not reset it.
+    frame_began: tokio::time::Instant,
+}
+
 /// Serves one connection until the peer closes, a frame is unusable, or the
 /// server shuts down.
-pub async fn serve(mut stream: TcpStream, sh: &Shared) {
-    let mut answers = Answers::new(sh.cfg.max_promises);
-    let mut inbuf: Vec<u8> = Vec::new();
-    if let Err(e) = run(&mut stream, &mut answers, &mut inbuf, sh).await {
-        // A peer that vanished is routine; anything else is worth a line.
-        if !matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) {
-            eprintln!("connection: {e}");
+pub async fn serve(stream: TcpStream, sh: Arc<Shared>) {
+    // Counts the connection out when it ends, or when the task is dropped at shutdown.
+    let _open = Open(&sh);
+    let mut c = Conn {
+        stream,
+        answers: Answers::new(sh.cfg.max_promises),
+        inbuf: Vec::new(),
+        frame_began: tokio::time::Instant::now(),
+    };
+    loop {
+        if c.inbuf.is_empty() {
+            // Between frames: no buffer, no timer, no waiter node.
+            // PERF: poll_read_ready keeps the waker in the socket's own slot,
+            // so this await adds a pointer to the task, where `readable()`
+            // would add a linked-list waiter.
+            if let Err(e) = std::future::poll_fn(|cx| c.stream.poll_read_ready(cx)).await {
+                log(e);
+                break;
+            }
+        }
+        // PERF: everything after the wake-up is boxed: a task's size is set by
+        // its largest await, and 10,000 idle tasks would each pay for the
+        // reads, timers and worker calls of a busy one.
+        match Box::pin(c.on_readable(&sh)).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                log(e);
+                break;
+            }
         }
     }
-    if inbuf.capacity() > 0 {
-        put_buf(sh, inbuf);
+    if c.inbuf.capacity() > 0 {
+        put_buf(&sh, c.inbuf);
+    }
+}
+
+/// A peer that vanished is routine; anything else is worth a line.
+fn log(e: io::Error) {
+    if !matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) {
+        eprintln!("connection: {e}");
+    }
+}
+
+struct Open<'a>(&'a Shared);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -75,18 +125,18 @@ fn pending_len(buf: &[u8]) -> Option<usize> {
     buf.first_chunk::<PREFIX_LEN>().map(|p| PREFIX_LEN + u32::from_le_bytes(*p) as usize)
 }
 
-async fn run(stream: &mut TcpStream, answers: &mut Answers, inbuf: &mut Vec<u8>, sh: &Shared) -> io::Result<()> {
-    loop {
-        if inbuf.is_empty() {
-            // Between frames: no buffer, no timer.
-            tokio::select! {
-                r = stream.readable() => r?,
-                _ = sh.shutdown.wait() => return Ok(()),
-            }
-        } else if tokio::time::timeout(sh.cfg.stall_timeout, stream.readable()).await.is_err() {
+impl Conn {
+    /// Reads what arrived, answers every complete frame, writes the answers.
+    /// `Ok(false)` when the connection is to close.
+    async fn on_readable(&mut self, sh: &Shared) -> io::Result<bool> {
+        let Conn { stream, answers, inbuf, frame_began } = self;
+        if !inbuf.is_empty()
+            && tokio::time::timeout_at(*frame_began + sh.cfg.stall_timeout, stream.readable()).await.is_err()
+        {
             sh.counters.closed_stalled.fetch_add(1, Ordering::Relaxed);
-            let why = format!("stalled for {} s inside a frame; closing", sh.cfg.stall_timeout.as_secs());
-            return refuse(stream, protocol::TIMEOUT, &why).await;
+            let why = format!("stalled for {} ms inside a frame; closing", sh.cfg.stall_timeout.as_millis());
+            refuse(stream, protocol::TIMEOUT, why).await?;
+            return Ok(false);
         }
         if inbuf.capacity() == 0 {
             *inbuf = sh.bufs.lock().map(|mut p| p.get()).unwrap_or_default();
@@ -102,55 +152,95 @@ async fn run(stream: &mut TcpStream, answers: &mut Answers, inbuf: &mut Vec<u8>,
         grow_towards(inbuf, want, limit);
         match stream.try_read_buf(inbuf) {
             // End of stream; a partial frame left behind is simply dropped.
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(false),
+            Ok(n) if n == inbuf.len() => *frame_began = tokio::time::Instant::now(),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if inbuf.is_empty() {
                     put_buf(sh, std::mem::take(inbuf));
                 }
-                continue;
+                return Ok(true);
             }
             Err(e) => return Err(e),
         }
+        let _busy = sh.shutdown.working();
         let mut out = sh.bufs.lock().map(|mut p| p.get()).unwrap_or_default();
-        let mut b = Builder::new();
+        // Calls that need no worker (ping, stats, finish, every error) are
+        // answered inline, without awaiting.
         let mut used = 0;
-        let mut close = false;
-        loop {
-            match decode_frame(&inbuf[used..], sh.cfg.max_frame) {
-                Ok(Some((frame, n))) => {
-                    call(sh, answers, frame, &mut out, &mut b).await;
-                    used += n;
-                }
-                Ok(None) => break,
-                Err(e @ FrameError::TooLarge { .. }) => {
-                    // The stream cannot be resynchronised past a frame we will not read.
-                    sh.counters.closed_bad_frame.fetch_add(1, Ordering::Relaxed);
-                    push_response(&mut out, &mut b, protocol::TOO_LARGE, 0, format!("{e}; closing").as_bytes());
-                    close = true;
-                    break;
-                }
-                Err(e) => return Err(io::Error::other(e.to_string())),
-            }
-        }
-        let wrote = stream.write_all(&out).await;
+        let close = loop {
+            let (promise, work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out) {
+                Inline::Done { close } => break close,
+                Inline::Pool { promise, work } => (promise, work),
+                Inline::Failed(e) => return Err(e),
+            };
+            let a = sh.pool.run(work).await;
+            complete(sh, answers, promise, a, &mut out);
+        };
+        let wrote = match stream.try_write(&out) {
+            Ok(n) if n == out.len() => Ok(()),
+            Ok(n) => stream.write_all(&out[n..]).await,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.write_all(&out).await,
+            Err(e) => Err(e),
+        };
         put_buf(sh, out);
         wrote?;
+        if used > 0 {
+            *frame_began = tokio::time::Instant::now();
+        }
         inbuf.drain(..used);
         if close {
-            return Ok(());
+            return Ok(false);
         }
         if inbuf.is_empty() {
             put_buf(sh, std::mem::take(inbuf));
             answers.shrink_if_empty();
         }
+        Ok(true)
+    }
+}
+
+/// Where [`answer_inline`] stopped.
+enum Inline {
+    /// Every complete frame is answered; `close` after an oversized frame.
+    Done {
+        close: bool,
+    },
+    /// This call needs a worker; answer it with [`complete`], then continue.
+    Pool {
+        promise: u32,
+        work: Work,
+    },
+    Failed(io::Error),
+}
+
+/// Answers complete frames from `inbuf[*used..]` into `out`, advancing
+/// `used`, until they run out or one needs the worker pool.
+fn answer_inline(sh: &Shared, answers: &mut Answers, inbuf: &[u8], used: &mut usize, out: &mut Vec<u8>) -> Inline {
+    loop {
+        match decode_frame(&inbuf[*used..], sh.cfg.max_frame) {
+            Ok(Some((frame, n))) => {
+                *used += n;
+                if let Some((promise, work)) = prepare(sh, answers, frame, out) {
+                    return Inline::Pool { promise, work };
+                }
+            }
+            Ok(None) => return Inline::Done { close: false },
+            Err(e @ FrameError::TooLarge { .. }) => {
+                // The stream cannot be resynchronised past a frame we will not read.
+                sh.counters.closed_bad_frame.fetch_add(1, Ordering::Relaxed);
+                push_response(out, protocol::TOO_LARGE, 0, format!("{e}; closing").as_bytes());
+                return Inline::Done { close: true };
+            }
+            Err(e) => return Inline::Failed(io::Error::other(e.to_string())),
+        }
     }
 }
 
 /// Sends one connection-level answer (promise 0) and closes.
-async fn refuse(stream: &mut TcpStream, status: u32, why: &str) -> io::Result<()> {
+async fn refuse(stream: &mut TcpStream, status: u32, why: String) -> io::Result<()> {
     let mut out = Vec::new();
-    push_response(&mut out, &mut Builder::new(), status, 0, why.as_bytes());
+    push_response(&mut out, status, 0, why.as_bytes());
     let _ = stream.write_all(&out).await;
     Ok(())
 }
@@ -160,41 +250,57 @@ async fn refuse(stream: &mut TcpStream, status: u32, why: &str) -> io::Result<()
 pub fn refusal_frame(max: usize) -> Vec<u8> {
     let mut out = Vec::new();
     let why = format!("server at its limit of {max} connections; try later");
-    push_response(&mut out, &mut Builder::new(), protocol::UNAVAILABLE, 0, why.as_bytes());
+    push_response(&mut out, protocol::UNAVAILABLE, 0, why.as_bytes());
     out
 }
 
-/// Appends one framed response to `out`.
-pub fn push_response(out: &mut Vec<u8>, b: &mut Builder, status: u32, promise: u32, body: &[u8]) {
-    let mut r = b.root::<Response>();
-    r.status(status);
-    r.promise(promise);
-    r.body(body);
-    if let Ok(msg) = r.finish() {
-        out.extend_from_slice(&(msg.len() as u32).to_le_bytes());
-        out.extend_from_slice(msg);
-    }
+thread_local! {
+    /// The I/O thread's response builder. PERF: one for every connection, so
+    /// answering allocates nothing per batch.
+    static RESPONSE: RefCell<Builder> = RefCell::new(Builder::new());
+    /// The answer to `ping`, built once.
+    static EMPTY: Vec<u8> = empty_columns();
 }
 
-/// Resolves one call against the answer table and appends its response.
-async fn call(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>, b: &mut Builder) {
+/// Appends one framed response to `out`.
+pub fn push_response(out: &mut Vec<u8>, status: u32, promise: u32, body: &[u8]) {
+    RESPONSE.with_borrow_mut(|b| {
+        let mut r = b.root::<Response>();
+        r.status(status);
+        r.promise(promise);
+        r.body(body);
+        if let Ok(msg) = r.finish() {
+            out.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+            out.extend_from_slice(msg);
+        }
+    })
+}
+
+/// Resolves one call against the answer table: answers it into `out`, or
+/// returns the work it needs from the pool (answered by [`complete`]).
+fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) -> Option<(u32, Work)> {
     sh.counters.calls.fetch_add(1, Ordering::Relaxed);
     let parsed = zap::read::<Request>(frame).and_then(|r| Ok((r.method(), r.promise(), r.target(), r.payload()?)));
     let (method, promise, target, payload) = match parsed {
         Ok(v) => v,
         Err(e) => {
             sh.counters.errors.fetch_add(1, Ordering::Relaxed);
-            return push_response(out, b, protocol::BAD_REQUEST, 0, format!("malformed request: {e}").as_bytes());
+            push_response(out, protocol::BAD_REQUEST, 0, format!("malformed request: {e}").as_bytes());
+            return None;
         }
     };
     if method == FINISH {
         answers.release(target);
-        return;
+        return None;
     }
     let mut why = Vec::new();
     // The target's first value, read zero-copy from its stored answer.
     let prev = match answers.admit(promise, target, &mut why) {
         Ok(None) => Ok(None),
+        // A ping's stored answer is empty (no columns, so no value).
+        Ok(Some([])) => {
+            Err((protocol::UNPROCESSABLE, format!("target promise {target} has no value to bind to $prev")))
+        }
         Ok(Some(t)) => match ColumnsView::parse(t).and_then(|v| v.first_value()) {
             Ok(Some(v)) => Ok(Some(v)),
             Ok(None) => {
@@ -205,29 +311,42 @@ async fn call(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8
         Err(s @ (protocol::BAD_REQUEST | protocol::TOO_MANY)) => {
             // Refused calls are answered and not stored.
             sh.counters.errors.fetch_add(1, Ordering::Relaxed);
-            return push_response(out, b, s, promise, &why);
+            push_response(out, s, promise, &why);
+            return None;
         }
         Err(s) => Err((s, String::from_utf8_lossy(&why).into_owned())),
     };
     let a = match (prev, method) {
         (Err((status, why)), _) => Answer { status, body: why.into_bytes() },
-        (Ok(None), protocol::PING) => Answer { status: protocol::OK, body: empty_columns() },
+        (Ok(None), protocol::PING) => {
+            // PERF: the answer is the shared empty `Columns`; the table keeps an
+            // empty (unallocated) body for it.
+            answers.store(promise, protocol::OK, Vec::new());
+            EMPTY.with(|e| push_response(out, protocol::OK, promise, e));
+            return None;
+        }
         (Ok(None), protocol::STATS) => Answer { status: protocol::OK, body: stats(sh).into_bytes() },
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
-            Ok(sql) => sh.pool.run(Work::Query { sql: sql.to_string(), prev }).await,
+            Ok(sql) => return Some((promise, Work::Query { sql: sql.to_string(), prev })),
             Err(e) => Answer { status: protocol::BAD_REQUEST, body: format!("SQL is not UTF-8: {e}").into_bytes() },
         },
-        (Ok(None), protocol::INSERT) => sh.pool.run(Work::Insert { msg: payload.to_vec() }).await,
+        (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec() })),
         (Ok(Some(_)), protocol::PING | protocol::STATS | protocol::INSERT) => {
             Answer { status: protocol::BAD_REQUEST, body: format!("method {method} takes no target").into_bytes() }
         }
         (Ok(_), m) => Answer { status: protocol::NOT_FOUND, body: format!("unknown method {m}").into_bytes() },
     };
+    complete(sh, answers, promise, a, out);
+    None
+}
+
+/// Stores a call's answer and appends its response.
+fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &mut Vec<u8>) {
     if a.status != protocol::OK {
         sh.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
     let body = answers.store(promise, a.status, a.body);
-    push_response(out, b, a.status, promise, body);
+    push_response(out, a.status, promise, body);
 }
 
 /// A `Columns` message with no rows and no columns: the answer to `ping`.

@@ -64,5 +64,5 @@ pub fn raise_fd_limit() -> u64 {
             }
         }
     }
-    r.rlim_cur as u64
+    r.rlim_cur
 }

@@ -15,7 +15,7 @@ pub struct Summary {
     pub errors: u64,
     pub closed_bad_frame: u64,
     pub closed_stalled: u64,
-    /// Connections still open when the drain timeout ran out.
+    /// Connections still answering calls when the drain timeout ran out.
     pub abandoned: usize,
 }
 
@@ -24,7 +24,7 @@ impl std::fmt::Display for Summary {
         write!(
             f,
             "{} connection(s) accepted, {} refused at the limit; {} call(s), {} answered with an error; \
-             closed {} for a bad frame, {} for stalling; {} still open at exit",
+             closed {} for a bad frame, {} for stalling; {} still busy at exit",
             self.accepted,
             self.refused,
             self.calls,
@@ -35,6 +35,8 @@ impl std::fmt::Display for Summary {
         )
     }
 }
+
+const GRACE: Duration = Duration::from_millis(50);
 
 /// DRAIN = 30 s: how long shutdown waits for in-flight calls to finish.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -62,12 +64,17 @@ pub async fn run(listener: TcpListener, sh: Arc<Shared>, stop: impl std::future:
             }
             drop(listener);
             sh.shutdown.trigger();
+            // GRACE = 50 ms: calls already in a socket's buffer when the signal
+            // came are read and answered too, not cut off.
             let t0 = std::time::Instant::now();
-            while sh.connections.load(Ordering::SeqCst) > 0 && t0.elapsed() < DRAIN {
+            while (sh.shutdown.busy() > 0 || t0.elapsed() < GRACE) && t0.elapsed() < DRAIN {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })
         .await;
+    let abandoned = sh.shutdown.busy();
+    // Every call has been answered: dropping the set closes the idle connections.
+    drop(local);
     let c = &sh.counters;
     Summary {
         accepted: c.accepted.load(Ordering::Relaxed),
@@ -76,7 +83,7 @@ pub async fn run(listener: TcpListener, sh: Arc<Shared>, stop: impl std::future:
         errors: c.errors.load(Ordering::Relaxed),
         closed_bad_frame: c.closed_bad_frame.load(Ordering::Relaxed),
         closed_stalled: c.closed_stalled.load(Ordering::Relaxed),
-        abandoned: sh.connections.load(Ordering::SeqCst),
+        abandoned,
     }
 }
 
@@ -89,11 +96,11 @@ fn admit(stream: tokio::net::TcpStream, sh: &Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     sh.connections.fetch_add(1, Ordering::SeqCst);
     sh.counters.accepted.fetch_add(1, Ordering::Relaxed);
-    let sh = sh.clone();
     // NOTE: spawn_local: the connection futures never leave the I/O thread,
     // so they need not be Send (and carry no cross-thread scheduling state).
-    tokio::task::spawn_local(async move {
-        connection::serve(stream, &sh).await;
-        sh.connections.fetch_sub(1, Ordering::SeqCst);
-    });
+    let fut = connection::serve(stream, sh.clone());
+    if std::env::var_os("SERVER_DEBUG_SIZES").is_some() {
+        eprintln!("connection task future: {} bytes", std::mem::size_of_val(&fut));
+    }
+    tokio::task::spawn_local(fut);
 }

@@ -1,35 +1,44 @@
-//! The shutdown signal every connection listens for while idle.
+//! Graceful shutdown without a per-connection waiter.
+//!
+//! NOTE: an idle connection waits on its socket alone; a shutdown waiter in
+//! each of 10,000 idle tasks would cost more than the rest of their state.
+//! Instead the listener stops accepting, counts the connections answering
+//! calls, and once none is left (after a short grace for calls already
+//! buffered) drops the remaining, idle, connections.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::sync::Notify;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Set once; connections waiting between frames wake and close, connections
-/// in the middle of a call finish it first.
 #[derive(Default)]
 pub struct Shutdown {
     set: AtomicBool,
-    notify: Notify,
+    busy: AtomicUsize,
 }
 
 impl Shutdown {
     pub fn trigger(&self) {
         self.set.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
     }
 
     pub fn is_set(&self) -> bool {
         self.set.load(Ordering::SeqCst)
     }
 
-    /// Resolves once [`Shutdown::trigger`] has been called (before or after this call).
-    pub async fn wait(&self) {
-        let notified = self.notify.notified();
-        tokio::pin!(notified);
-        // NOTE: register before checking the flag, so a trigger in between is not lost.
-        notified.as_mut().enable();
-        if self.is_set() {
-            return;
-        }
-        notified.await;
+    /// Connections in the middle of answering a batch of calls.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    /// Marks this connection busy until the guard drops.
+    pub fn working(&self) -> Busy<'_> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(self)
+    }
+}
+
+pub struct Busy<'a>(&'a Shutdown);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
