@@ -11,7 +11,7 @@
 //! stored; the server resolves a whole chain from one client flight.
 
 use crate::limits::Config;
-use crate::pool::{Answer, Pool, Work};
+use crate::pool::{Answer, Pool, Prev, QueryCall, Work};
 use crate::protocol::{self, ColumnsView};
 use crate::shutdown::Shutdown;
 use std::cell::RefCell;
@@ -169,13 +169,21 @@ impl Conn {
         // answered inline, without awaiting.
         let mut used = 0;
         let close = loop {
-            let (promise, work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out) {
+            let (promise, mut work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out) {
                 Inline::Done { close } => break close,
                 Inline::Pool { promise, work } => (promise, work),
                 Inline::Failed(e) => return Err(e),
             };
-            let a = sh.pool.run(work).await;
-            complete(sh, answers, promise, a, &mut out);
+            if let Work::Queries(calls) = &mut work {
+                gather_queries(sh, answers, inbuf, &mut used, calls);
+            }
+            let promises: Vec<u32> = match &work {
+                Work::Queries(calls) => calls.iter().map(|c| c.promise).collect(),
+                Work::Insert { .. } => vec![promise],
+            };
+            for (p, a) in promises.into_iter().zip(sh.pool.run(work).await) {
+                complete(sh, answers, p, a, &mut out);
+            }
         };
         let wrote = match stream.try_write(&out) {
             Ok(n) if n == out.len() => Ok(()),
@@ -197,6 +205,41 @@ impl Conn {
             answers.shrink_if_empty();
         }
         Ok(true)
+    }
+}
+
+/// Adds to `calls` the queries that follow it in `inbuf`, so one worker runs
+/// the whole run in order and a dependent chain costs no thread hand-off
+/// per link. Stops, leaving the frame for the ordinary path, at anything
+/// that is not a query the answer table would admit as it stands.
+fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize, calls: &mut Vec<QueryCall>) {
+    while let Ok(Some((frame, n))) = decode_frame(&inbuf[*used..], sh.cfg.max_frame) {
+        let Ok(r) = zap::read::<Request>(frame) else { return };
+        let (promise, target) = (r.promise(), r.target());
+        if r.method() != protocol::QUERY || answers.len() + calls.len() >= sh.cfg.max_promises {
+            return;
+        }
+        let Ok(Ok(sql)) = r.payload().map(std::str::from_utf8) else { return };
+        let mut why = Vec::new();
+        if calls.iter().any(|c| c.promise == promise) || answers.admit(promise, 0, &mut why).is_err() {
+            return;
+        }
+        let prev = if target == 0 {
+            Prev::None
+        } else if let Some(index) = calls.iter().position(|c| c.promise == target) {
+            Prev::Earlier { index, promise: target }
+        } else {
+            match answers.admit(promise, target, &mut why) {
+                Ok(Some(t)) if !t.is_empty() => match ColumnsView::parse(t).and_then(|v| v.first_value()) {
+                    Ok(Some(v)) => Prev::Value(v),
+                    _ => return,
+                },
+                _ => return,
+            }
+        };
+        sh.counters.calls.fetch_add(1, Ordering::Relaxed);
+        calls.push(QueryCall { promise, sql: sql.to_string(), prev });
+        *used += n;
     }
 }
 
@@ -327,7 +370,10 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
         }
         (Ok(None), protocol::STATS) => Answer { status: protocol::OK, body: stats(sh).into_bytes() },
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
-            Ok(sql) => return Some((promise, Work::Query { sql: sql.to_string(), prev })),
+            Ok(sql) => {
+                let prev = prev.map_or(Prev::None, Prev::Value);
+                return Some((promise, Work::Queries(vec![QueryCall { promise, sql: sql.to_string(), prev }])));
+            }
             Err(e) => Answer { status: protocol::BAD_REQUEST, body: format!("SQL is not UTF-8: {e}").into_bytes() },
         },
         (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec() })),

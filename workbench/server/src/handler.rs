@@ -1,7 +1,7 @@
 //! What each method does against the engine; runs on a worker thread.
 
 use crate::limits::Config;
-use crate::pool::{Answer, Work};
+use crate::pool::{Answer, Prev, Work};
 use crate::protocol::{self, ColumnsView, ColumnsWriter};
 use datastore::table::Merger;
 use datastore::{Db, Error, Limits, Output, Value};
@@ -45,14 +45,27 @@ impl Handler {
         Handler { db, cfg, mergers: Mutex::new(HashMap::new()) }
     }
 
-    /// Runs one call. A panic in the engine is a bug, but it fails this call
-    /// (500), not the server.
-    pub fn run(&self, work: Work, s: &mut Scratch) -> Answer {
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| match work {
-            Work::Query { sql, prev } => self.query(&sql, prev, s),
-            Work::Insert { msg } => self.insert(&msg, s),
-        }));
-        r.unwrap_or_else(|_| answer(protocol::INTERNAL, "internal error: the engine panicked on this call"))
+    /// Runs a unit of work: one answer per query of a run, or one for an insert.
+    pub fn run(&self, work: Work, s: &mut Scratch) -> Vec<Answer> {
+        match work {
+            Work::Insert { msg } => vec![guarded(|| self.insert(&msg, s))],
+            Work::Queries(calls) => {
+                let mut out: Vec<Answer> = Vec::with_capacity(calls.len());
+                for c in calls {
+                    let prev = match c.prev {
+                        Prev::None => Ok(None),
+                        Prev::Value(v) => Ok(Some(v)),
+                        Prev::Earlier { index, promise } => bind(&out[index], promise),
+                    };
+                    let a = match prev {
+                        Ok(prev) => guarded(|| self.query(&c.sql, prev, s)),
+                        Err(a) => a,
+                    };
+                    out.push(a);
+                }
+                out
+            }
+        }
     }
 
     fn query(&self, sql: &str, prev: Option<Value>, s: &mut Scratch) -> Answer {
@@ -121,6 +134,28 @@ impl Handler {
                 eprintln!("merger: {e}");
             }
         }
+    }
+}
+
+/// A panic in the engine is a bug, but it fails its call (500), not the server.
+fn guarded(f: impl FnOnce() -> Answer) -> Answer {
+    std::panic::catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|_| answer(protocol::INTERNAL, "internal error: the engine panicked on this call"))
+}
+
+/// `$prev` from an earlier answer of the same run, or the answer that fails
+/// the dependent call (the same statuses the answer table gives).
+pub fn bind(target: &Answer, promise: u32) -> Result<Option<Value>, Answer> {
+    if target.status != protocol::OK {
+        let why = format!("target promise {promise} failed with status {}", target.status);
+        return Err(answer(protocol::FAILED_DEPENDENCY, why));
+    }
+    match ColumnsView::parse(&target.body).and_then(|v| v.first_value()) {
+        Ok(Some(v)) => Ok(Some(v)),
+        Ok(None) => {
+            Err(answer(protocol::UNPROCESSABLE, format!("target promise {promise} has no value to bind to $prev")))
+        }
+        Err(e) => Err(answer(protocol::UNPROCESSABLE, format!("target promise {promise}: {e}"))),
     }
 }
 

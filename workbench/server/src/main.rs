@@ -179,32 +179,31 @@ fn proxy(listen: &str, upstream: SocketAddr, delay_ms: f64, report_s: u64) -> Re
         bail!("--delay-ms must be a non-negative number, got {delay_ms}");
     }
     let delay = Duration::from_secs_f64(delay_ms / 1e3);
+    let p = server::proxy::start(listen, upstream, delay).with_context(|| format!("--listen {listen}"))?;
+    println!("proxy listening on {} -> {upstream}, {delay_ms} ms each way", p.addr);
+    std::io::stdout().flush()?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let stats = std::sync::Arc::new(server::proxy::ProxyStats::default());
+    let stats = p.stats.clone();
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("--listen {listen}"))?;
-        println!("proxy listening on {} -> {upstream}, {delay_ms} ms each way", listener.local_addr()?);
-        let _ = std::io::stdout().flush();
-        let st = stats.clone();
-        if report_s > 0 {
-            let st = stats.clone();
-            tokio::spawn(async move {
+        tokio::select! {
+            _ = stop_signal() => {}
+            _ = async {
                 loop {
-                    tokio::time::sleep(Duration::from_secs(report_s)).await;
-                    eprintln!("flights {}", st.flights());
+                    tokio::time::sleep(Duration::from_secs(report_s.max(1))).await;
+                    if report_s > 0 {
+                        eprintln!("flights {}", stats.flights());
+                    }
                 }
-            });
+            } => {}
         }
-        server::proxy::run(listener, upstream, delay, st, stop_signal()).await;
-        anyhow::Ok(())
-    })?;
+    });
     use std::sync::atomic::Ordering::SeqCst;
     println!(
         "proxy: {} connection(s), {} client->server flight(s), {} B up, {} B down",
-        stats.connections.load(SeqCst),
-        stats.flights(),
-        stats.bytes_up.load(SeqCst),
-        stats.bytes_down.load(SeqCst)
+        p.stats.connections.load(SeqCst),
+        p.stats.flights(),
+        p.stats.bytes_up.load(SeqCst),
+        p.stats.bytes_down.load(SeqCst)
     );
     Ok(())
 }

@@ -12,10 +12,31 @@ use tokio::sync::{mpsc, oneshot};
 
 /// What a worker runs.
 pub enum Work {
-    /// SQL, with `$prev` bound when the call had a target.
-    Query { sql: String, prev: Option<Value> },
+    /// Consecutive queries of one connection, run in order by one worker; a
+    /// query may bind `$prev` to an earlier one of the same run.
+    Queries(Vec<QueryCall>),
     /// A `Columns` message to insert.
     Insert { msg: Vec<u8> },
+}
+
+/// One query of a [`Work::Queries`] run.
+pub struct QueryCall {
+    pub promise: u32,
+    pub sql: String,
+    pub prev: Prev,
+}
+
+/// Where a query's `$prev` comes from.
+pub enum Prev {
+    None,
+    /// Read from an answer the connection already holds.
+    Value(Value),
+    /// The first value of the answer to call `index` of the same run
+    /// (promise `promise`), which runs first.
+    Earlier {
+        index: usize,
+        promise: u32,
+    },
 }
 
 /// A call's outcome: its status and answer body.
@@ -26,7 +47,7 @@ pub struct Answer {
 
 struct Job {
     work: Work,
-    reply: oneshot::Sender<Answer>,
+    reply: oneshot::Sender<Vec<Answer>>,
 }
 
 pub struct Pool {
@@ -60,8 +81,9 @@ impl Pool {
         Pool { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads) }
     }
 
-    /// Runs `work` on a worker; waits for room in the queue, then for the answer.
-    pub async fn run(&self, work: Work) -> Answer {
+    /// Runs `work` on a worker; waits for room in the queue, then for the
+    /// answers (one per query of a run, one for an insert).
+    pub async fn run(&self, work: Work) -> Vec<Answer> {
         let (reply, rx) = oneshot::channel();
         let tx = self.tx.lock().ok().and_then(|t| t.clone());
         let sent = match tx {
@@ -70,7 +92,7 @@ impl Pool {
         };
         match (sent, rx.await) {
             (true, Ok(a)) => a,
-            _ => Answer { status: crate::protocol::UNAVAILABLE, body: b"worker pool stopped".to_vec() },
+            _ => vec![Answer { status: crate::protocol::UNAVAILABLE, body: b"worker pool stopped".to_vec() }],
         }
     }
 
