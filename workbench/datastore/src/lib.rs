@@ -15,8 +15,10 @@
 //! - [`part`]: the part format, its streaming writer and its reader.
 //! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
 //!   background merger.
-//! - [`sql`]: SQL text → plan (sqlparser), with positioned errors.
-//! - [`exec`]: granule pruning and vectorized execution.
+//! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name` parameters.
+//! - [`exec`]: a [`exec::Plan`] and its operators (scan with granule pruning,
+//!   aggregation, top-k) under per-query [`Limits`]; [`Db::select`] is the
+//!   engine API a server calls.
 //! - [`gen`]: the paper's deterministic workload generator and Parquet export.
 //! - [`Db`]: a data directory of tables, the entry point for SQL.
 

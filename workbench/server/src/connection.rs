@@ -6,9 +6,12 @@
 //! partial frame remains; it grows with the bytes that arrive, never ahead of
 //! them by more than [`zap::frame::READ_CHUNK`].
 //!
-//! Pipelining: calls run in arrival order, each awaited before the next, so a
-//! call naming an earlier promise as its target finds that answer already
-//! stored; the server resolves a whole chain from one client flight.
+//! Pipelining: calls run in arrival order, each finished before the next, so
+//! a call naming an earlier promise as its target finds that answer already
+//! stored; the server resolves a whole chain from one client flight. A run
+//! of consecutive queries goes to one worker as one job, and the worker binds
+//! `$prev` from the run's earlier answers itself, so a chain's links cost no
+//! thread hand-off each.
 
 use crate::limits::Config;
 use crate::pool::{Answer, Pool, Prev, QueryCall, Work};
