@@ -9,7 +9,7 @@ use crate::codecs::flatbuffers::FlatBuffers;
 use crate::codecs::protobuf::Protobuf;
 use crate::codecs::{Codec, Side};
 use crate::vote::VoteData;
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use std::marker::PhantomData;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread::JoinHandle;
@@ -25,7 +25,6 @@ pub struct Framed<C: Codec, N> {
     reader: FrameReader<TcpStream>,
     writer: FrameWriter<TcpStream>,
     server: Option<JoinHandle<Result<u64>>>,
-    next: u64,
     _name: PhantomData<N>,
 }
 
@@ -63,14 +62,11 @@ impl<C: Codec, N: Named> Transport for Framed<C, N> {
             reader: FrameReader::new(sock.try_clone()?),
             writer: FrameWriter::new(sock),
             server: Some(server),
-            next: 0,
             _name: PhantomData,
         })
     }
 
     fn round_trip(&mut self, v: &VoteData) -> Result<()> {
-        ensure!(v.round == self.next, "vote {} out of sequence (expected {})", v.round, self.next);
-        self.next += 1;
         let req = self.client.encode(v, Side::Request)?;
         self.writer.write_frame(req)?;
         let reply = self.reader.read_frame()?.context("server closed the connection")?;

@@ -61,7 +61,11 @@ impl Transport for Grpc {
             let Ok(rt) = Builder::new_current_thread().enable_all().build() else { return };
             rt.block_on(async move {
                 let Ok(l) = tokio::net::TcpListener::from_std(listener) else { return };
-                let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+                // NOTE: a custom incoming stream skips tonic's own socket options:
+                // set TCP_NODELAY here, as every other TCP stack does on both ends.
+                let incoming = tokio_stream::StreamExt::map(tokio_stream::wrappers::TcpListenerStream::new(l), |s| {
+                    s.and_then(|s| s.set_nodelay(true).map(|()| s))
+                });
                 let _ = Server::builder()
                     .add_service(VotingServer::new(svc))
                     .serve_with_incoming_shutdown(incoming, async {

@@ -13,6 +13,8 @@
 //!
 //! NOTE: servers validate against the vote they expect next: the harness
 //! sends the votes of one seed in order, `VoteData::set(seed, 0)`, `(seed, 1)`…
+//! Clients do not check the sequence themselves, so a wrong vote reaches the
+//! server, and only the server's own check can refuse it (tested below).
 
 use crate::vote::VoteData;
 use anyhow::Result;
@@ -120,9 +122,11 @@ mod tests {
                 v.set(9, i);
                 t.round_trip(&v)?;
             }
-            // A vote out of sequence is refused, by the server's check or the client's.
+            // A wrong vote goes straight to the server (no client checks the
+            // sequence) and must be refused there: a server that skips its
+            // check and echoes would pass the client's reply comparison.
             v.set(9, 1000);
-            anyhow::ensure!(t.round_trip(&v).is_err(), "{} accepted a vote out of sequence", T::NAME);
+            anyhow::ensure!(t.round_trip(&v).is_err(), "{} server accepted a vote out of sequence", T::NAME);
             // After a clean run the transport shuts down (server thread joined) in bounded time.
             let (done, finished) = std::sync::mpsc::channel();
             let size = self.0;

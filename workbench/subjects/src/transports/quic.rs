@@ -76,7 +76,9 @@ async fn serve(endpoint: Endpoint, seed: u64, payload: usize) -> Result<u64> {
         expect.set(seed, n);
         n += 1;
         check(&req, &expect, &mut scratch)?;
-        send.write_all(&req).await?;
+        // The reply is the expected vote, packed again (`check` packed it into
+        // `scratch`), as every server encodes its reply; not an echo.
+        send.write_all(&scratch).await?;
         send.finish()?;
     }
     Ok(n)
