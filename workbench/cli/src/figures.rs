@@ -11,9 +11,9 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-// Okabe–Ito's eight colour-blind-safe colours plus a brown, so the nine
-// transport stacks each get their own.
-const PALETTE: [RGBColor; 9] = [
+// Okabe–Ito's eight colour-blind-safe colours plus a brown and a purple, so
+// the nine transport stacks and the raw-TCP floor each get their own.
+const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -23,6 +23,7 @@ const PALETTE: [RGBColor; 9] = [
     RGBColor(120, 120, 120),
     RGBColor(0, 0, 0),
     RGBColor(140, 86, 45),
+    RGBColor(117, 112, 179),
 ];
 
 fn register_font() -> Result<()> {

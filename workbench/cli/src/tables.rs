@@ -36,6 +36,7 @@ pub fn display_name(codec: &str) -> String {
         "protobuf-mux" => "Protobuf-mux (yamux)".into(),
         "quic" => "QUIC (quinn, raw)".into(),
         "json-rpc-http" => "JSON-RPC (hyper HTTP/1.1)".into(),
+        "raw-tcp" => "Raw TCP echo (floor)".into(),
         other => other.into(),
     }
 }
@@ -331,8 +332,10 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
         caption: format!(
             "Encode and decode time per message, ns/op: median [min, max] over {rounds} timed rounds of {} operations \
              each ({} repetition(s)). In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
-             to back in one process; ratios are medians of the per-round ratios. System allocator, {} profile; a \
-             shared 2-core machine, so read spreads before differences.",
+             to back in one process, in an order that alternates round by round (codec, ZAP, memcpy; memcpy, ZAP, \
+             codec); ratios are medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
+             itself (an A/A test): they are the noise floor of every ratio in the table. System allocator, {} \
+             profile; a shared 2-core machine, so read spreads before differences.",
             fmt::thousands(s.messages),
             s.repetitions,
             run.manifest.profile
@@ -425,18 +428,30 @@ pub fn latencies_us(run: &Run, stack: &str, payload: u64) -> Result<Vec<f64>> {
 }
 
 /// Round-trip latency percentiles per transport stack.
-pub fn roundtrip_latency(run: &Run) -> Result<Table> {
+pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
-    for t in &spec.codecs {
-        for &payload in &spec.payloads {
+    for &payload in &spec.payloads {
+        // The floor of this run: raw bytes echoed over the same loopback.
+        let floor = match spec.codecs.iter().any(|c| c == FLOOR) {
+            true => percentile(&latencies_us(run, FLOOR, payload as u64)?, 50.0),
+            false => None,
+        };
+        for t in &spec.codecs {
             let v = latencies_us(run, t, payload as u64)?;
             let us = |p: f64| percentile(&v, p).map_or_else(dash, fmt::sig3);
+            let p50 = percentile(&v, 50.0);
+            let (times, above) = match (p50, floor) {
+                (Some(p), Some(f)) if f > 0.0 => (ratio(Some(p / f)), fmt::sig3(p - f)),
+                _ => (dash(), dash()),
+            };
             rows.push(vec![
                 display_name(t),
                 fmt::bytes(payload as f64),
                 fmt::thousands(v.len() as u64),
                 us(50.0),
+                times,
+                above,
                 us(95.0),
                 us(99.0),
                 us(99.9),
@@ -445,22 +460,34 @@ pub fn roundtrip_latency(run: &Run) -> Result<Table> {
         }
     }
     let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let mode = match name {
+        "roundtrip-latency-awake" => {
+            "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, so no core idles \
+             and wake-up latency leaves the picture; what remains is each stack's own cost. "
+        }
+        _ => "Cores may idle between round trips, as on an unloaded server (wake-ups included). ",
+    };
     Ok(Table {
-        name: "roundtrip-latency",
+        name,
         caption: format!(
-            "Round-trip latency over loopback, one connection, in µs (nearest-rank percentiles of every round trip, \
-             {} warm-up round trips excluded, {} repetition(s) pooled; n = round trips). Variant: {}; {} profile; \
-             a shared 2-core machine.",
+            "{mode}Round-trip latency over loopback, one connection, closed loop (each request sent when the previous \
+             reply arrived), in µs (nearest-rank percentiles of every round trip, {} warm-up round trips excluded, \
+             {} repetition(s) pooled; n = round trips). The floor row echoes as many raw bytes as ZAP sends, over \
+             blocking TCP with no codec, measured in the same run; \"× floor\" and \"above floor\" compare each \
+             p50 with it. Variant: {}; {} profile; a shared 2-core machine.",
             fmt::thousands(s.warmup),
             s.repetitions,
             spec.variants.join(", "),
             run.manifest.profile
         ),
-        header: vec!["Stack", "Payload", "n", "p50", "p95", "p99", "p99.9", "max"],
+        header: vec!["Stack", "Payload", "n", "p50", "× floor", "above floor (µs)", "p95", "p99", "p99.9", "max"],
         rows,
         source: source_of(run),
     })
 }
+
+/// The transport that measures the physical floor of a loopback round trip.
+const FLOOR: &str = "raw-tcp";
 
 fn tex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -522,6 +549,7 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     let transport = load("transport-alloc")?;
     let transport_heap = load("transport-heap-growth")?;
     let latency = load("roundtrip-latency")?;
+    let awake = load("roundtrip-latency-awake")?;
     let mut tables = Vec::new();
     if let Some(a) = &alloc {
         tables.push(alloc_profile(a, heap.as_ref())?);
@@ -539,7 +567,10 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
         tables.push(heap_growth(h, "transport-heap-growth")?);
     }
     if let Some(l) = &latency {
-        tables.push(roundtrip_latency(l)?);
+        tables.push(roundtrip_latency(l, "roundtrip-latency")?);
+    }
+    if let Some(l) = &awake {
+        tables.push(roundtrip_latency(l, "roundtrip-latency-awake")?);
     }
     Ok(tables)
 }

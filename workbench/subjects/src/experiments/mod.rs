@@ -21,11 +21,13 @@ pub const NAMES: &[&str] = &[
     codec_speed::NAME,
     roundtrip::ALLOC,
     roundtrip::LATENCY,
+    roundtrip::AWAKE,
     heap_growth::OVER_TRANSPORTS,
 ];
 
 /// Experiments whose cells name a transport rather than a codec.
-pub const OVER_TRANSPORTS: &[&str] = &[roundtrip::ALLOC, roundtrip::LATENCY, heap_growth::OVER_TRANSPORTS];
+pub const OVER_TRANSPORTS: &[&str] =
+    &[roundtrip::ALLOC, roundtrip::LATENCY, roundtrip::AWAKE, heap_growth::OVER_TRANSPORTS];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {

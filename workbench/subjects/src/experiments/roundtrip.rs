@@ -1,8 +1,11 @@
 //! Round trips over a transport: per round trip, allocations and bytes
 //! (client and server together, and split by side, in the dhat build) and
 //! wall-clock latency.
-//! Registered twice: `transport-alloc` (dhat spec) and `roundtrip-latency`
-//! (jemalloc spec), so each has its own dataset and table.
+//! Registered three times: `transport-alloc` (dhat spec), `roundtrip-latency`
+//! (jemalloc spec), and `roundtrip-latency-awake`, the same with a spinning,
+//! lowest-priority thread per core for the whole cell, so that no core sits
+//! idle: an idle vCPU takes tens of µs to wake, which hides every stack's own
+//! cost in the plain mode. Each has its own dataset and table.
 
 use super::Ctx;
 use crate::transports::Transport;
@@ -14,6 +17,49 @@ use std::time::Instant;
 
 pub const ALLOC: &str = "transport-alloc";
 pub const LATENCY: &str = "roundtrip-latency";
+pub const AWAKE: &str = "roundtrip-latency-awake";
+
+/// Spinners that keep every core out of its idle state while they live.
+/// NOTE: each runs at nice 19, so a woken client or server thread preempts it
+/// at once and it takes almost no time from them (CFS weight 15 vs 1024).
+struct Awake {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Awake {
+    fn start() -> Awake {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    // SAFETY: gettid and setpriority touch no memory; PRIO_PROCESS
+                    // with a thread id sets that thread's nice value on Linux.
+                    unsafe {
+                        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+                    }
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Awake { stop, threads }
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
 
 #[derive(Serialize)]
 struct Record {
@@ -34,6 +80,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;
     probe::set_side(Side::Client);
+    let _awake = (cell.experiment == AWAKE).then(Awake::start);
     let mut t = T::start(cell.seed, cell.payload)?;
     let mut v = VoteData::with_payload(cell.payload);
     let mut rows: Vec<(u64, probe::Counters, Option<SideCounts>, u64)> = Vec::with_capacity(cell.messages as usize);
