@@ -31,6 +31,7 @@ pub mod dataset;
 pub mod figures;
 pub mod fmt;
 pub mod manifest;
+pub mod provenance;
 pub mod runner;
 pub mod spec;
 pub mod tables;

@@ -37,6 +37,9 @@ enum Cmd {
         /// Do not regenerate tables and figures afterwards.
         #[arg(long)]
         no_report: bool,
+        /// Measure uncommitted code anyway; the diff is stored in each dataset.
+        #[arg(long)]
+        allow_dirty: bool,
     },
     /// Regenerate paper/generated/*.{tex,md} from data/ (runs nothing).
     Tables {
@@ -60,16 +63,21 @@ fn main() -> Result<()> {
     };
     let data = cli.data.unwrap_or_else(|| root.join("data"));
     match cli.cmd {
-        Cmd::Run { specs, scale, fresh, no_report } => {
+        Cmd::Run { specs, scale, fresh, no_report, allow_dirty } => {
             if scale != "quick" && scale != "full" {
                 bail!("--scale {scale:?}: use quick or full");
             }
             let chosen = choose_specs(&root, &specs)?;
+            workbench::provenance::check_clean(&root, allow_dirty)?;
+            // One measurement per machine: two at once would each show in the other's figures.
+            let lock = workbench::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
+            eprintln!("holding {} for this run", lock.path().display());
             let opts = runner::Options {
                 root: root.clone(),
                 data: data.clone(),
                 scale: scale.clone(),
                 fresh,
+                allow_dirty,
                 command_line: std::env::args().collect(),
             };
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());

@@ -30,6 +30,18 @@ pub struct Manifest {
     pub cells: Vec<String>,
     pub cells_resumed: usize,
     pub records: usize,
+    /// `/proc/loadavg` (1, 5, 15 min) before the first cell and after the last.
+    #[serde(default)]
+    pub load_before: Option<[f64; 3]>,
+    #[serde(default)]
+    pub load_after: Option<[f64; 3]>,
+    /// Other processes that used more than 10 % of a core during the run.
+    #[serde(default)]
+    pub busy_processes: Vec<crate::provenance::BusyProcess>,
+    /// With `--allow-dirty` on a dirty tree: the file in the dataset holding
+    /// `git diff HEAD`, the code the revision does not say.
+    #[serde(default)]
+    pub dirty_diff: Option<String>,
 }
 
 // The host facts are shared with the datastore's benchmark (which must

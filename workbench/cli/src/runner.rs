@@ -28,6 +28,8 @@ pub struct Options {
     pub scale: String,
     /// Ignore an interrupted run's finished cells and start over.
     pub fresh: bool,
+    /// Measure a dirty tree anyway, storing its diff in the dataset.
+    pub allow_dirty: bool,
     pub command_line: Vec<String>,
 }
 
@@ -129,6 +131,8 @@ pub fn run_spec(
     let start = Instant::now();
     let cells = plan(spec, &opts.scale)?;
     let (rev, dirty) = manifest::git_state(&opts.root);
+    crate::provenance::check_clean(&opts.root, opts.allow_dirty)?;
+    let (load_before, ticks_before) = (crate::provenance::load_average(), crate::provenance::cpu_ticks());
     let exp_dir = opts.data.join(&spec.experiment);
     let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
@@ -190,6 +194,20 @@ pub fn run_spec(
             frame.push(&r).with_context(|| format!("{}:{}", path.display(), i + 1))?;
         }
     }
+    let secs_run = start.elapsed().as_secs_f64();
+    let busy = crate::provenance::busy_between(
+        &ticks_before,
+        &crate::provenance::cpu_ticks(),
+        secs_run,
+        &[std::process::id()],
+    );
+    let load_after = crate::provenance::load_average();
+    let dirty_diff = if dirty {
+        dataset::write_atomic(&staging.join("dirty.diff"), crate::provenance::diff(&opts.root)?.as_bytes())?;
+        Some("dirty.diff".to_string())
+    } else {
+        None
+    };
     let mut df = frame.finish()?;
     dataset::write_parquet(&mut df, &staging.join("records.parquet"))?;
     let secs = manifest::now_secs();
@@ -218,6 +236,10 @@ pub fn run_spec(
         cells: cells.iter().map(|p| p.id.clone()).collect(),
         cells_resumed: resumed,
         records: df.height(),
+        load_before,
+        load_after,
+        busy_processes: busy,
+        dirty_diff,
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();

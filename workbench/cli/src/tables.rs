@@ -115,7 +115,10 @@ fn opt_count(v: Option<f64>) -> String {
 }
 
 fn source_of(run: &Run) -> String {
-    format!("data/{}/{}", run.manifest.experiment, run.manifest.run_id)
+    let m = &run.manifest;
+    let rev: String = m.git_revision.chars().take(10).collect();
+    let state = if m.git_dirty { "dirty tree: see its dirty.diff" } else { "clean tree" };
+    format!("data/{}/{} (revision {rev}, {state})", m.experiment, m.run_id)
 }
 
 /// The paper's first table: allocations per message, encode and decode.

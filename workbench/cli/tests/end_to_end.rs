@@ -68,6 +68,8 @@ fn tiny_suite_end_to_end() {
         data: out.join("data"),
         scale: "quick".into(),
         fresh: false,
+        // NOTE: tests are not measurements; a developer's tree may be dirty.
+        allow_dirty: true,
         command_line: vec!["e2e".into()],
     };
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
