@@ -44,7 +44,8 @@ pub struct Line {
 
 /// Cumulative bytes allocated against messages, one line per codec (and payload),
 /// from the dhat build's samples of repetition 0.
-pub fn heap_growth_lines(run: &Run) -> Result<Vec<Line>> {
+/// One line per codec: `col` of the dhat build's samples against messages.
+pub fn heap_growth_lines(run: &Run, col: &str) -> Result<Vec<Line>> {
     let spec = &run.manifest.spec;
     let mut lines = Vec::new();
     for codec in &spec.codecs {
@@ -58,7 +59,7 @@ pub fn heap_growth_lines(run: &Run) -> Result<Vec<Line>> {
                 continue;
             }
             let x = df.column("messages")?.cast(&polars::prelude::DataType::Float64)?;
-            let y = df.column("cum_bytes")?.cast(&polars::prelude::DataType::Float64)?;
+            let y = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
             let points: Vec<(f64, f64)> =
                 x.f64()?.iter().zip(y.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).collect();
             let mut label = display_name(codec);
@@ -110,6 +111,8 @@ where
             let mut chart = $chart.map_err(err)?;
             chart
                 .configure_mesh()
+                // NOTE: a log axis over 2 decades gets crowded labels at plotters' default count.
+                .x_labels(if c.x_log { 5 } else { 10 })
                 .x_desc(c.x_desc)
                 .y_desc(c.y_desc)
                 .label_style(("sans-serif", px(13.0)))
@@ -160,33 +163,69 @@ fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Resu
     Ok(vec![svg, png])
 }
 
-fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
-    let mut lines = heap_growth_lines(run)?;
-    for l in &mut lines {
-        if l.points.iter().all(|p| p.1 <= 0.0) {
-            l.label += ": 0 B (drawn on the axis floor)";
-        }
+/// Draws two charts side by side into `name.svg` (1400×560) and `name.png`.
+fn write_pair(dir: &Path, name: &str, left: (&[Line], &Chart<'_>), right: (&[Line], &Chart<'_>)) -> Result<Vec<PathBuf>> {
+    let svg = dir.join(format!("{name}.svg"));
+    {
+        let root = SVGBackend::new(&svg, (1400, 560)).into_drawing_area();
+        let (l, r) = root.split_horizontally(700);
+        draw_lines(l, left.0, left.1, 1.0)?;
+        draw_lines(r, right.0, right.1, 1.0)?;
     }
+    let png = dir.join(format!("{name}.png"));
+    {
+        let root = BitMapBackend::new(&png, (2800, 1120)).into_drawing_area();
+        let (l, r) = root.split_horizontally(1400);
+        draw_lines(l, left.0, left.1, 2.0)?;
+        draw_lines(r, right.0, right.1, 2.0)?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// Heap growth as two panels from the same run: the volume allocated
+/// (log–log, so a constant cost per message is a straight line of slope 1,
+/// not a saturating curve) and the live heap (what a leak would grow).
+fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
+    let floor_label = |mut lines: Vec<Line>| {
+        for l in &mut lines {
+            l.points.retain(|p| p.0 > 0.0);
+            if l.points.iter().all(|p| p.1 <= 0.0) {
+                l.label += ": 0 B (drawn on the axis floor)";
+            }
+        }
+        lines
+    };
+    let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
+    let live = floor_label(heap_growth_lines(run, "live_bytes")?);
     let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
-    let xmax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
-    let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
-    let chart = Chart {
-        title: format!(
-            "Heap growth over {} round trips, {} (dhat build, {})",
-            crate::fmt::thousands(n),
-            if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" },
-            run.manifest.run_id
-        ),
-        x_desc: "round trips",
+    let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
+    let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
+    let ymax = |lines: &[Line]| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
+    let what = if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" };
+    let y_fmt = |v: &f64| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) };
+    let left = Chart {
+        title: format!("Allocated over {} round trips, {what}", crate::fmt::thousands(n)),
+        x_desc: "round trips (log)",
         y_desc: "cumulative bytes allocated (log)",
+        x_log: true,
+        x_range: (xmin, xmax * 1.1),
+        y_log_floor: true,
+        y_range: (FLOOR, ymax(&volume)),
+        x_fmt: &|v| crate::fmt::count(v.round()),
+        y_fmt: &y_fmt,
+    };
+    let right = Chart {
+        title: format!("Live heap, same run (dhat build, {})", run.manifest.run_id),
+        x_desc: "round trips",
+        y_desc: "live heap bytes (log)",
         x_log: false,
         x_range: (0.0, xmax),
         y_log_floor: true,
-        y_range: (FLOOR, ymax),
+        y_range: (FLOOR, ymax(&live)),
         x_fmt: &|v| crate::fmt::count(v.round()),
-        y_fmt: &|v| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) },
+        y_fmt: &y_fmt,
     };
-    write_both(dir, name, &lines, &chart)
+    write_pair(dir, name, (&volume, &left), (&live, &right))
 }
 
 fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
