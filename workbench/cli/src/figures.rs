@@ -164,7 +164,12 @@ fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Resu
 }
 
 /// Draws two charts side by side into `name.svg` (1400×560) and `name.png`.
-fn write_pair(dir: &Path, name: &str, left: (&[Line], &Chart<'_>), right: (&[Line], &Chart<'_>)) -> Result<Vec<PathBuf>> {
+fn write_pair(
+    dir: &Path,
+    name: &str,
+    left: (&[Line], &Chart<'_>),
+    right: (&[Line], &Chart<'_>),
+) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
     {
         let root = SVGBackend::new(&svg, (1400, 560)).into_drawing_area();
@@ -200,7 +205,8 @@ fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>>
     let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
     let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
     let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
-    let ymax = |lines: &[Line]| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
+    let ymax =
+        |lines: &[Line]| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
     let what = if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" };
     let y_fmt = |v: &f64| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) };
     let left = Chart {

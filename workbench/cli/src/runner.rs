@@ -92,9 +92,18 @@ pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
 #[derive(Default)]
 pub struct Binaries {
     built: BTreeMap<String, PathBuf>,
+    /// Where the variants are built; `target/variants` unless set. NOTE:
+    /// tests build into their own directory, so a test run can never swap a
+    /// binary under a running measurement.
+    dir: Option<PathBuf>,
 }
 
 impl Binaries {
+    /// Subjects built under `dir` instead of `target/variants`.
+    pub fn in_dir(dir: PathBuf) -> Binaries {
+        Binaries { built: BTreeMap::new(), dir: Some(dir) }
+    }
+
     pub fn get(&mut self, root: &Path, variant: &str, multi: &MultiProgress) -> Result<PathBuf> {
         if let Some(p) = self.built.get(variant) {
             return Ok(p.clone());
@@ -102,8 +111,9 @@ impl Binaries {
         let sp = multi.add(ProgressBar::new_spinner());
         sp.set_message(format!("building subject ({variant})"));
         sp.enable_steady_tick(std::time::Duration::from_millis(200));
-        let log = root.join("target/variants").join(format!("{variant}.build.log"));
-        let bin = variants::build(root, variant, &log);
+        let dir = self.dir.clone().unwrap_or_else(|| root.join("target/variants"));
+        let log = dir.join(format!("{variant}.build.log"));
+        let bin = variants::build(root, &dir, variant, &log);
         sp.finish_and_clear();
         let bin = bin?;
         self.built.insert(variant.to_string(), bin.clone());
@@ -162,6 +172,7 @@ pub fn run_spec(
             say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.experiment, cells.len()));
         }
         let bin = bins.get(&opts.root, &p.variant, multi)?;
+        check_revision(&bin, &rev)?;
         overall.set_message(p.id.clone());
         let t = Instant::now();
         let records = run_cell(&bin, p, &staging, multi)?;
@@ -246,6 +257,20 @@ pub fn run_spec(
     let dir = exp_dir.join(&run_id);
     dataset::publish(&staging, &dir)?;
     Ok(Outcome { dir, cells: cells.len(), resumed, records: df.height(), seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The subject about to run must have been built from the revision the
+/// manifest will name (a build racing the run, or a stale binary, is refused).
+fn check_revision(bin: &Path, rev: &str) -> Result<()> {
+    let out = Command::new(bin)
+        .arg("--revision")
+        .output()
+        .with_context(|| format!("running {} --revision", bin.display()))?;
+    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if built != rev {
+        bail!("{} was built from revision {built}, but the tree is at {rev}; it must be rebuilt", bin.display());
+    }
+    Ok(())
 }
 
 fn say(multi: &MultiProgress, line: String) {

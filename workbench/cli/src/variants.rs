@@ -1,7 +1,8 @@
 //! Building the `subject` binary once per allocator variant.
 //!
-//! Each variant gets its own target directory (`target/variants/<name>`) so
-//! that switching features never rebuilds another variant's artifacts.
+//! Each variant gets its own target directory (`target/variants/<name>`, or
+//! under the directory a test names) so that switching features never
+//! rebuilds another variant's artifacts.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -30,8 +31,8 @@ pub fn allocator(variant: &str) -> &'static str {
 
 /// Builds the subject for `variant` and returns the binary's path.
 /// Cargo's output goes to `log`, named in the error if the build fails.
-pub fn build(root: &Path, variant: &str, log: &Path) -> Result<PathBuf> {
-    let target = root.join("target/variants").join(variant);
+pub fn build(root: &Path, dir: &Path, variant: &str, log: &Path) -> Result<PathBuf> {
+    let target = dir.join(variant);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)

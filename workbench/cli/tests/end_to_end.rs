@@ -73,7 +73,7 @@ fn tiny_suite_end_to_end() {
         command_line: vec!["e2e".into()],
     };
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
-    let mut bins = Binaries::default();
+    let mut bins = Binaries::in_dir(root.join("target/test-variants"));
     let alloc = Spec::parse(ALLOC, Path::new("alloc.toml")).unwrap();
     let heap = Spec::parse(HEAP, Path::new("heap.toml")).unwrap();
 

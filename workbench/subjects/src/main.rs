@@ -12,7 +12,11 @@ fn main() -> Result<()> {
             println!("{}", probe::VARIANT.name());
             return Ok(());
         }
-        _ => bail!("usage: subject --cell '<json>' | subject --variant"),
+        (Some("--revision"), None) => {
+            println!("{}", env!("WORKBENCH_GIT_REVISION"));
+            return Ok(());
+        }
+        _ => bail!("usage: subject --cell '<json>' | subject --variant | subject --revision"),
     };
     // NOTE: locals drop in reverse order, so `out` is flushed and closed before
     // `probe` drops and (in the dhat build) writes its trace.
