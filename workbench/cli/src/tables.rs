@@ -141,7 +141,7 @@ fn source_of(run: &Run) -> String {
 }
 
 /// The paper's first table: allocations per message, encode and decode.
-pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
+pub fn alloc_profile(run: &Run) -> Result<Table> {
     let df = &run.records;
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
@@ -160,20 +160,6 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
-            let purges = match heap {
-                Some(h) => {
-                    let s = select(
-                        &h.records,
-                        &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")],
-                        &[("payload", payload as u64)],
-                    )?;
-                    match (median(&s, "purges")?, median(&s, "messages")?) {
-                        (Some(p), Some(n)) if n > 0.0 => Some(p / n * 1e6),
-                        _ => None,
-                    }
-                }
-                None => None,
-            };
             rows.push(vec![
                 display_name(codec),
                 fmt::bytes(payload as f64),
@@ -183,7 +169,6 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
                 opt_count(mean(&rt, "allocs")?),
                 opt_bytes(mean(&rt, "bytes")?),
                 opt_bytes(je_bop),
-                opt_count(purges),
             ]);
         }
     }
@@ -194,8 +179,8 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
             "Heap allocations per message: mean [min, max] over {} contiguous messages after {} warm-up, {} \
              repetition(s) (the mean, so periodic allocations count). \
              Counts and B/op (encode+decode, requested bytes) from the dhat build; jemalloc B/op counts usable \
-             (size-class) bytes on the thread; purges/M msgs is jemalloc's dirty+muzzy purge count per million \
-             round trips from the heap-growth run, our analogue of GC cycles. {} profile.",
+             (size-class) bytes on the thread. No GC column: Rust has no collector, and jemalloc's purges (on a \
+             10 s decay timer) read 0 for every codec in runs this short (see the heap-growth caption). {} profile.",
             s.messages, s.warmup, s.repetitions, run.manifest.profile
         ),
         header: vec![
@@ -207,10 +192,9 @@ pub fn alloc_profile(run: &Run, heap: Option<&Run>) -> Result<Table> {
             "Allocs/RT",
             "B/RT",
             "B/op (jemalloc)",
-            "Purges/M msgs",
         ],
         rows,
-        source: source_of(run) + &heap.map(|h| format!(", {}", source_of(h))).unwrap_or_default(),
+        source: source_of(run),
     })
 }
 
@@ -233,10 +217,6 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
                 &[("payload", payload as u64)],
             )?;
             let n = median(&d, "messages")?.or(median(&j, "messages")?);
-            let per_m = |v: Option<f64>| match (v, n) {
-                (Some(v), Some(n)) if n > 0.0 => Some(v / n * 1e6),
-                _ => None,
-            };
             let samples = select(
                 df,
                 &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
@@ -251,8 +231,6 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
                 opt_bytes(median(&d, "peak_live_bytes")?),
                 opt_count(median(&d, "cum_allocs")?),
                 opt_count(steady_rate(&samples, "cum_allocs")?),
-                opt_count(median(&j, "purges")?),
-                opt_count(per_m(median(&j, "purges")?)),
                 opt_bytes(median(&j, "peak_rss_bytes")?),
             ]);
         }
@@ -267,10 +245,12 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
         name,
         caption: format!(
             "Cumulative heap after {} {what} ({} repetition(s), median). \
-             Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; purges \
-             (jemalloc dirty+muzzy, the Rust analogue of GC cycles: there is no collector) and peak RSS from the \
-             jemalloc build. Steady-state rates per million messages are the slope between the first sample and \
-             the last, so one-time warm-up growth is excluded; purges/M msgs is the measured count scaled by 10^6/N. {} profile.",
+             Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; peak \
+             RSS from the jemalloc build. Steady-state rates per million messages are the slope between the first \
+             sample and the last, so one-time warm-up growth is excluded. The papers' GC column has no counterpart \
+             here: Rust has no collector, and jemalloc's purge count, the nearest event, runs on a 10 s decay \
+             timer (jemalloc's default), so runs shorter than that show 0 by construction and it told no stack \
+             from another; it is dropped rather than shown as a column of zeros. {} profile.",
             fmt::thousands(s.messages),
             s.repetitions,
             run.manifest.profile
@@ -284,8 +264,6 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
             "Peak heap",
             "Allocator calls",
             "Steady calls/M msgs",
-            "Purges",
-            "Purges/M msgs",
             "Peak RSS",
         ],
         rows,
@@ -575,7 +553,7 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     let awake = load("roundtrip-latency-awake")?;
     let mut tables = Vec::new();
     if let Some(a) = &alloc {
-        tables.push(alloc_profile(a, heap.as_ref())?);
+        tables.push(alloc_profile(a)?);
     }
     if let Some(h) = &heap {
         tables.push(heap_growth(h, "heap-growth")?);
