@@ -228,10 +228,13 @@ fn parts(data: &Path) -> Result<()> {
     Ok(())
 }
 
-fn cell(v: &Value) -> String {
-    match v {
-        Value::F(f) => format!("{f}"),
-        other => other.to_string(),
+/// A cell in table or CSV output: DateTimes as ClickHouse prints them
+/// (`2025-12-11 09:32:03`, UTC); JSON keeps epoch seconds.
+fn cell(v: &Value, ty: Option<&datastore::ColumnType>) -> String {
+    match (v, ty) {
+        (Value::F(f), _) => format!("{f}"),
+        (other, Some(t)) => other.display_as(*t),
+        (other, None) => other.to_string(),
     }
 }
 
@@ -243,8 +246,9 @@ fn print_result(r: &QueryResult, format: &str) -> Result<()> {
             for row in &r.rows {
                 let cells: Vec<String> = row
                     .iter()
-                    .map(|v| {
-                        let s = cell(v);
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let s = cell(v, r.types.get(i));
                         if s.contains([',', '"', '\n']) {
                             format!("\"{}\"", s.replace('"', "\"\""))
                         } else {
@@ -282,7 +286,11 @@ fn print_result(r: &QueryResult, format: &str) -> Result<()> {
             writeln!(out)?;
         }
         _ => {
-            let cells: Vec<Vec<String>> = r.rows.iter().map(|row| row.iter().map(cell).collect()).collect();
+            let cells: Vec<Vec<String>> = r
+                .rows
+                .iter()
+                .map(|row| row.iter().enumerate().map(|(i, v)| cell(v, r.types.get(i))).collect())
+                .collect();
             let widths: Vec<usize> = (0..r.columns.len())
                 .map(|i| cells.iter().map(|c| c[i].len()).chain([r.columns[i].len()]).max().unwrap_or(0))
                 .collect();

@@ -123,6 +123,20 @@ impl Value {
     }
 }
 
+impl Value {
+    /// The value as ClickHouse prints a column of type `ty` in its text
+    /// formats: a DateTime as `YYYY-MM-DD hh:mm:ss` (UTC), others as usual.
+    pub fn display_as(&self, ty: ColumnType) -> String {
+        match (self, ty) {
+            (Value::U(secs), ColumnType::DateTime) => {
+                let (y, mo, d, h, mi, s) = probe::host::civil(*secs);
+                format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+            }
+            (v, _) => v.to_string(),
+        }
+    }
+}
+
 impl PartialEq for Value {
     fn eq(&self, other: &Value) -> bool {
         self.total_cmp(other) == Ordering::Equal
@@ -244,5 +258,18 @@ pub struct Batch {
 impl Batch {
     pub fn rows(&self) -> usize {
         self.columns.first().map_or(0, |c| c.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_display_as_clickhouse_prints_them() {
+        assert_eq!(Value::U(1_765_445_523).display_as(ColumnType::DateTime), "2025-12-11 09:32:03");
+        assert_eq!(Value::U(0).display_as(ColumnType::DateTime), "1970-01-01 00:00:00");
+        assert_eq!(Value::U(1_765_445_523).display_as(ColumnType::UInt32), "1765445523");
+        assert_eq!(Value::Null.display_as(ColumnType::DateTime), "NULL");
     }
 }

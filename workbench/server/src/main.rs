@@ -148,7 +148,7 @@ fn main() -> Result<()> {
         Cmd::Client { server, sql, format } => {
             let mut c = Client::connect(server.as_str())?;
             let r = c.execute(&sql)?;
-            print_rows(&r.names, &r.rows, &format)?;
+            print_rows(&r.names, &r.types, &r.rows, &format)?;
         }
         Cmd::Proxy { listen, upstream, delay_ms, report_s } => proxy(&listen, upstream, delay_ms, report_s)?,
         Cmd::Hold { server, connections } => {
@@ -208,15 +208,21 @@ fn proxy(listen: &str, upstream: SocketAddr, delay_ms: f64, report_s: u64) -> Re
     Ok(())
 }
 
-fn print_rows(names: &[String], rows: &[Vec<datastore::Value>], format: &str) -> Result<()> {
+fn print_rows(
+    names: &[String],
+    types: &[datastore::ColumnType],
+    rows: &[Vec<datastore::Value>],
+    format: &str,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let cell = |v: &datastore::Value| v.to_string();
+    // Text formats print DateTimes as ClickHouse does; JSON keeps epoch seconds.
+    let text = |i: usize, v: &datastore::Value| types.get(i).map_or_else(|| v.to_string(), |t| v.display_as(*t));
     match format {
         "json" => {
             let rows: Vec<serde_json::Value> = rows
                 .iter()
                 .map(|r| {
-                    let m = names.iter().zip(r).map(|(n, v)| (n.clone(), serde_json::json!(cell(v)))).collect();
+                    let m = names.iter().zip(r).map(|(n, v)| (n.clone(), serde_json::json!(v.to_string()))).collect();
                     serde_json::Value::Object(m)
                 })
                 .collect();
@@ -225,13 +231,13 @@ fn print_rows(names: &[String], rows: &[Vec<datastore::Value>], format: &str) ->
         "csv" => {
             writeln!(out, "{}", names.join(","))?;
             for r in rows {
-                writeln!(out, "{}", r.iter().map(cell).collect::<Vec<_>>().join(","))?;
+                writeln!(out, "{}", r.iter().enumerate().map(|(i, v)| text(i, v)).collect::<Vec<_>>().join(","))?;
             }
         }
         _ => {
             writeln!(out, "{}", names.join("\t"))?;
             for r in rows {
-                writeln!(out, "{}", r.iter().map(cell).collect::<Vec<_>>().join("\t"))?;
+                writeln!(out, "{}", r.iter().enumerate().map(|(i, v)| text(i, v)).collect::<Vec<_>>().join("\t"))?;
             }
         }
     }
