@@ -64,12 +64,17 @@ pub fn select(df: &DataFrame, text: &[(&str, &str)], nums: &[(&str, u64)]) -> Re
 
 /// Median, min and max of a column (nulls ignored); `None` when empty or absent.
 pub fn stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
+    summary(df, col, |s| s.median())
+}
+
+/// `(center, min, max)` of a column, `center` being the median or the mean.
+fn summary(df: &DataFrame, col: &str, center: fn(&Series) -> Option<f64>) -> Result<Option<(f64, f64, f64)>> {
     let Ok(c) = df.column(col) else {
         return Ok(None);
     };
     let s = c.as_materialized_series().cast(&DataType::Float64)?;
-    Ok(match (s.median(), s.min::<f64>()?, s.max::<f64>()?) {
-        (Some(med), Some(min), Some(max)) => Some((med, min, max)),
+    Ok(match (center(&s), s.min::<f64>()?, s.max::<f64>()?) {
+        (Some(mid), Some(min), Some(max)) => Some((mid, min, max)),
         _ => None,
     })
 }
@@ -83,14 +88,7 @@ fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
 /// true cost per operation, where a median hides periodic allocations (one
 /// every 20 operations is 0.05 per operation, and a median of 0).
 pub fn mean_stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
-    let Ok(c) = df.column(col) else {
-        return Ok(None);
-    };
-    let s = c.as_materialized_series().cast(&DataType::Float64)?;
-    Ok(match (s.mean(), s.min::<f64>()?, s.max::<f64>()?) {
-        (Some(mean), Some(min), Some(max)) => Some((mean, min, max)),
-        _ => None,
-    })
+    summary(df, col, |s| s.mean())
 }
 
 fn mean(df: &DataFrame, col: &str) -> Result<Option<f64>> {
