@@ -117,6 +117,24 @@ fn measure_connections(addr: &str, steps: &[usize]) -> Result<Vec<Step>> {
     Ok(rows)
 }
 
+/// One chain of `depth` through the proxy: its time (ms) and the flights it took.
+fn timed(
+    c: &mut Client,
+    proxy: &server::proxy::RunningProxy,
+    depth: usize,
+    run: fn(&mut Client, usize) -> Result<u64, server::client::ClientError>,
+    what: &str,
+) -> Result<(f64, u64)> {
+    let f0 = proxy.stats.flights();
+    let t0 = Instant::now();
+    let v = run(c, depth)?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if v != depth as u64 {
+        bail!("{what} chain of {depth} ended at {v}");
+    }
+    Ok((ms, proxy.stats.flights() - f0))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -147,22 +165,10 @@ pub fn chains(data: &Path, depths: &[usize], delays_ms: &[f64], runs: usize) -> 
             // NOTE: no flush before a measurement: the previous chain's queued
             // finishes leave with this chain's calls, in the same flight.
             for _ in 0..runs {
-                let f0 = proxy.stats.flights();
-                let t0 = Instant::now();
-                let v = chain::pipelined(&mut c, depth)?;
-                tp.push(t0.elapsed().as_secs_f64() * 1e3);
-                fp = proxy.stats.flights() - f0;
-                if v != depth as u64 {
-                    bail!("pipelined chain of {depth} ended at {v}");
-                }
-                let f0 = proxy.stats.flights();
-                let t0 = Instant::now();
-                let v = chain::request_response(&mut c, depth)?;
-                tr.push(t0.elapsed().as_secs_f64() * 1e3);
-                fr = proxy.stats.flights() - f0;
-                if v != depth as u64 {
-                    bail!("request-response chain of {depth} ended at {v}");
-                }
+                let (ms, f) = timed(&mut c, &proxy, depth, chain::pipelined, "pipelined")?;
+                (fp, tp) = (f, [tp, vec![ms]].concat());
+                let (ms, f) = timed(&mut c, &proxy, depth, chain::request_response, "request-response")?;
+                (fr, tr) = (f, [tr, vec![ms]].concat());
             }
             let (p, r) = (median(&mut tp), median(&mut tr));
             println!("{d:>9} {depth:>6} {p:>16.3} {r:>16.3} {:>9.1}x {:>18}", r / p, format!("{fp}/{fr}"));

@@ -32,7 +32,7 @@ fn first_u64(c: &mut Client, p: zap::rpc::Promise) -> Result<u64> {
     let v = c.wait(p)?.first_value()?;
     match v {
         Some(Value::U(x)) => Ok(x),
-        other => Err(ClientError::Status { status: 0, message: format!("chain step answered {other:?}") }),
+        other => Err(ClientError::Unexpected(format!("chain step answered {other:?}"))),
     }
 }
 

@@ -22,6 +22,9 @@ pub enum ClientError {
     Status { status: u32, message: String },
     #[error("answer: {0}")]
     Protocol(#[from] ProtocolError),
+    /// An answer that parsed but is not what the call expects.
+    #[error("unexpected answer: {0}")]
+    Unexpected(String),
 }
 
 /// One socket as both halves of the RPC client.

@@ -98,9 +98,5 @@ fn admit(stream: tokio::net::TcpStream, sh: &Arc<Shared>) {
     sh.counters.accepted.fetch_add(1, Ordering::Relaxed);
     // NOTE: spawn_local: the connection futures never leave the I/O thread,
     // so they need not be Send (and carry no cross-thread scheduling state).
-    let fut = connection::serve(stream, sh.clone());
-    if std::env::var_os("SERVER_DEBUG_SIZES").is_some() {
-        eprintln!("connection task future: {} bytes", std::mem::size_of_val(&fut));
-    }
-    tokio::task::spawn_local(fut);
+    tokio::task::spawn_local(connection::serve(stream, sh.clone()));
 }

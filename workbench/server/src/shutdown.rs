@@ -19,10 +19,6 @@ impl Shutdown {
         self.set.store(true, Ordering::SeqCst);
     }
 
-    pub fn is_set(&self) -> bool {
-        self.set.load(Ordering::SeqCst)
-    }
-
     /// Connections in the middle of answering a batch of calls.
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::SeqCst)
