@@ -26,7 +26,10 @@
 //! - [`tables`]: polars analysis into LaTeX and Markdown tables.
 //! - [`figures`]: plotters figures (SVG and PNG).
 //! - [`fmt`]: number formatting shared by tables and figures.
+//! - [`trace`]: loading, checking and reviewing dhat traces (`workbench trace`).
+//! - [`compare`]: two runs of one experiment, benchstat-style (`workbench compare`).
 
+pub mod compare;
 pub mod dataset;
 pub mod figures;
 pub mod fmt;
@@ -35,6 +38,7 @@ pub mod provenance;
 pub mod runner;
 pub mod spec;
 pub mod tables;
+pub mod trace;
 pub mod variants;
 
 use std::path::{Path, PathBuf};

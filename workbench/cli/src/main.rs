@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::{Path, PathBuf};
-use workbench::{figures, runner, spec, tables};
+use workbench::{compare, figures, runner, spec, tables, trace};
 
 #[derive(Parser)]
 #[command(
@@ -53,6 +53,69 @@ enum Cmd {
     },
     /// List specs and finished runs.
     List,
+    /// Review dhat allocation traces: top sites, diffs, trees, the viewer.
+    Trace {
+        #[command(subcommand)]
+        cmd: TraceCmd,
+    },
+    /// Compare two runs of one experiment: exact allocation counts, timings
+    /// with medians, 95% CIs and Mann–Whitney U (benchstat-style).
+    Compare {
+        /// Two run directories; or one (against the run before it); or an
+        /// experiment name (its latest two runs at --scale).
+        runs: Vec<String>,
+        #[arg(long, default_value = "quick")]
+        scale: String,
+        /// Significance level for timing changes.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        /// Exit non-zero on `allocs` (any count changed) or `time:N%` (a
+        /// significant slowdown over N%); repeatable.
+        #[arg(long)]
+        fail_on: Vec<String>,
+        /// Also write the comparison as Markdown to this file.
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// The top allocation sites of a trace, or of every trace of a dataset.
+    Top {
+        /// A `.dhat.json` trace or a dataset directory.
+        path: PathBuf,
+        /// bytes | blocks | peak (bytes live at the heap's peak) | lifetime (average).
+        #[arg(long, default_value = "bytes")]
+        by: String,
+        /// client | server | other: sites of one side only (transports).
+        #[arg(long)]
+        side: Option<String>,
+        /// Sites per trace (default 10 for a file, 5 per trace of a dataset).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Per-site changes between two traces of the same cell.
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The allocation tree by caller, and a flame graph SVG beside the trace.
+    Tree {
+        path: PathBuf,
+        /// Hide callers under this share of all bytes (percent).
+        #[arg(long, default_value_t = 1.0)]
+        min_share: f64,
+        #[arg(long, default_value_t = 14)]
+        depth: usize,
+        /// Where to write the flame graph (default: TRACE with .flame.svg).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// Check a trace loads in DHAT's viewer and say how to open it.
+    View { path: PathBuf },
 }
 
 fn main() -> Result<()> {
@@ -128,6 +191,83 @@ fn main() -> Result<()> {
                         println!("latest {scale} run of {exp}: {}", d.display());
                     }
                 }
+            }
+        }
+        Cmd::Trace { cmd } => review(cmd)?,
+        Cmd::Compare { runs, scale, alpha, fail_on, markdown } => {
+            let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
+            let (a, b) = compare::resolve(&data, &runs, &scale)?;
+            let (ra, rb) = (workbench::dataset::load_run(&a)?, workbench::dataset::load_run(&b)?);
+            let c = compare::compare(&ra, &rb, alpha)?;
+            let text = c.to_markdown();
+            println!("{text}");
+            if let Some(p) = markdown {
+                std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
+                println!("wrote {}", p.display());
+            }
+            let failed = c.failures(&rules);
+            if !failed.is_empty() {
+                eprintln!("compare: {} failure(s) under --fail-on {}:", failed.len(), fail_on.join(" "));
+                for f in &failed {
+                    eprintln!("  {f}");
+                }
+                std::process::exit(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn review(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Top { path, by, side, limit } => {
+            let by = trace::By::parse(&by).with_context(|| format!("--by {by:?}: use bytes, blocks, peak or lifetime"))?;
+            let side = match side {
+                Some(s) => Some(trace::Side::parse(&s).with_context(|| format!("--side {s:?}: use client, server or other"))?),
+                None => None,
+            };
+            let files = trace::traces_in(&path)?;
+            if files.is_empty() {
+                bail!("{}: no .dhat.json traces", path.display());
+            }
+            let limit = limit.unwrap_or(if files.len() == 1 { 10 } else { 5 });
+            for f in &files {
+                let t = trace::Trace::load(f)?;
+                println!("{}", trace::render_top(&t, by, side, limit));
+            }
+        }
+        TraceCmd::Diff { a, b, limit } => {
+            let (ta, tb) = (trace::Trace::load(&a)?, trace::Trace::load(&b)?);
+            print!("{}", trace::render_diff(&ta, &tb, &trace::diff(&ta, &tb), limit));
+        }
+        TraceCmd::Tree { path, min_share, depth, svg } => {
+            let t = trace::Trace::load(&path)?;
+            for line in t.tree().render(min_share / 100.0, depth) {
+                println!("{line}");
+            }
+            let out = svg.unwrap_or_else(|| {
+                let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".json").to_string()).unwrap_or_default();
+                path.with_file_name(format!("{name}.flame.svg"))
+            });
+            trace::write_flamegraph(&t, &out)?;
+            println!("wrote {}", out.display());
+        }
+        TraceCmd::View { path } => {
+            let t = trace::Trace::load(&path)?;
+            println!(
+                "{}: a dhat v2 heap trace DHAT's viewer loads ({} sites, {} B in {} blocks, every site with frames, no repeated stack)",
+                path.display(),
+                t.sites.len(),
+                workbench::fmt::thousands(t.total_bytes()),
+                workbench::fmt::thousands(t.total_blocks())
+            );
+            match trace::viewer() {
+                Some(v) => println!(
+                    "open file://{} in a browser, press \"Load…\" and choose {}\n(the viewer sorts by total bytes; its \"Sort metric\" menu switches to blocks)",
+                    v.display(),
+                    std::fs::canonicalize(&path).unwrap_or(path.clone()).display()
+                ),
+                None => println!("DHAT's viewer (dh_view.html) ships with valgrind: apt-get install valgrind"),
             }
         }
     }

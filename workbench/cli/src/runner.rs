@@ -96,14 +96,22 @@ pub struct Binaries {
     /// tests build into their own directory, so a test run can never swap a
     /// binary under a running measurement.
     dir: Option<PathBuf>,
+    /// This run's private copies of the built binaries, removed on drop.
+    private: Option<PathBuf>,
 }
 
 impl Binaries {
     /// Subjects built under `dir` instead of `target/variants`.
     pub fn in_dir(dir: PathBuf) -> Binaries {
-        Binaries { built: BTreeMap::new(), dir: Some(dir) }
+        Binaries { built: BTreeMap::new(), dir: Some(dir), private: None }
     }
 
+    /// The subject binary for `variant`: built once, then copied to a file
+    /// only this run uses. NOTE: a dhat build resolves its stack frames when
+    /// the process exits, by reading its own executable from disk; if a
+    /// build replaces that file meanwhile, `/proc/self/exe` reads
+    /// `… (deleted)`, no frame of the subject resolves, and the trace holds
+    /// sites without stacks (seen on a 1M-message capnp-rpc run).
     pub fn get(&mut self, root: &Path, variant: &str, multi: &MultiProgress) -> Result<PathBuf> {
         if let Some(p) = self.built.get(variant) {
             return Ok(p.clone());
@@ -116,8 +124,20 @@ impl Binaries {
         let bin = variants::build(root, &dir, variant, &log);
         sp.finish_and_clear();
         let bin = bin?;
-        self.built.insert(variant.to_string(), bin.clone());
-        Ok(bin)
+        let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
+        std::fs::create_dir_all(&*private).with_context(|| format!("creating {}", private.display()))?;
+        let copy = private.join(format!("subject-{variant}"));
+        std::fs::copy(&bin, &copy).with_context(|| format!("copying {} to {}", bin.display(), copy.display()))?;
+        self.built.insert(variant.to_string(), copy.clone());
+        Ok(copy)
+    }
+}
+
+impl Drop for Binaries {
+    fn drop(&mut self) {
+        if let Some(p) = &self.private {
+            let _ = std::fs::remove_dir_all(p);
+        }
     }
 }
 

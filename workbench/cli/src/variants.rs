@@ -23,9 +23,20 @@ pub fn features(variant: &str) -> &'static [&'static str] {
 /// The allocator a variant links.
 pub fn allocator(variant: &str) -> &'static str {
     match variant {
-        "dhat" => "dhat 0.3 (counting wrapper over the system allocator)",
+        "dhat" => "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
         "jemalloc" => "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
         _ => "system (glibc malloc)",
+    }
+}
+
+/// Cargo profile settings a variant overrides, as `CARGO_PROFILE_*` variables.
+/// NOTE: the dhat build carries full debug info because with line tables
+/// only, an inlined frame resolves to its bare name (`new`, `alloc`) and a
+/// trace cannot say which crate or type a site belongs to.
+pub fn profile_env(variant: &str) -> &'static [(&'static str, &'static str)] {
+    match variant {
+        "dhat" => &[("CARGO_PROFILE_RELEASE_DEBUG", "limited")],
+        _ => &[],
     }
 }
 
@@ -38,6 +49,7 @@ pub fn build(root: &Path, dir: &Path, variant: &str, log: &Path) -> Result<PathB
     cmd.current_dir(root)
         .args(["build", "--profile", PROFILE, "-p", "subjects", "--bin", "subject", "--target-dir"])
         .arg(&target);
+    cmd.envs(profile_env(variant).iter().copied());
     let feats = features(variant);
     if !feats.is_empty() {
         cmd.arg("--features").arg(feats.join(","));

@@ -127,6 +127,13 @@ pub struct Snapshot {
     pub jemalloc: Option<JemallocStats>,
 }
 
+/// Stack frames kept per allocation site in a dhat trace. dhat's default
+/// (10) counts the allocator's own frames, which leaves about five frames of
+/// the program: too few to see which thread (client or server) a site ran
+/// on, or where the subject's code calls into a library.
+#[cfg(feature = "dhat")]
+const TRACE_DEPTH: usize = 40;
+
 /// The running measurement of this process. One per process.
 pub struct Probe {
     #[cfg(feature = "dhat")]
@@ -142,7 +149,7 @@ impl Probe {
     pub fn start(trace: Option<&Path>) -> Probe {
         #[cfg(feature = "dhat")]
         let _profiler = match trace {
-            Some(path) => dhat::Profiler::builder().file_name(path).build(),
+            Some(path) => dhat::Profiler::builder().file_name(path).trim_backtraces(Some(TRACE_DEPTH)).build(),
             // NOTE: testing mode is dhat's only way to skip writing a file.
             None => dhat::Profiler::builder().testing().build(),
         };

@@ -1,0 +1,579 @@
+//! Comparing two runs of one experiment (`workbench compare A B`).
+//!
+//! Two kinds of figure, two rules, as the workbench measures them:
+//! - Allocation counts and bytes of the dhat build are exact and repeat
+//!   exactly, so any difference is a change: listed per cell, with the
+//!   allocation sites that moved (from the cells' traces, [`crate::trace::diff`]).
+//! - Timings vary, so they are compared like Go's benchstat: per cell the
+//!   median with a 95% confidence interval (order statistics, no normality
+//!   assumed), the change of the median, and a two-sided Mann–Whitney U test
+//!   (statrs); a change with p ≥ α prints as `~`. A cell with more than
+//!   [`BATCHES`] timing records (a latency run holds 200,000 round trips) is
+//!   first reduced to the medians of that many contiguous batches: successive
+//!   round trips are not independent, and a test over all of them would call
+//!   any difference significant.
+//!
+//! Cells are matched by the key columns the records carry (codec, payload,
+//! variant, and the experiment's own: implementation, op, phase, kind).
+
+use crate::dataset::Run;
+use crate::trace::{self, Trace};
+use anyhow::{bail, Context, Result};
+use polars::prelude::{DataFrame, DataType};
+use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
+use statrs::stats_tests::Alternative;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Columns that identify a cell, in display order.
+const KEYS: &[&str] = &["codec", "implementation", "op", "phase", "kind", "payload", "variant"];
+/// Exact counts (dhat build).
+const COUNTS: &[&str] =
+    &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs", "cum_allocs", "cum_bytes"];
+/// Timings, one sample per record.
+const TIMES: &[&str] = &["ns", "ns_per_op"];
+
+/// Timing samples per cell at most; more records are batched (see above).
+pub const BATCHES: usize = 50;
+
+/// A sample's median and its 95% confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Summary {
+    /// The CI is distribution-free: the order statistics at ranks
+    /// n/2 ∓ 1.96·√n/2 (the binomial's normal approximation); with fewer than
+    /// six samples it cannot reach 95%, so it is the whole range.
+    pub fn of(xs: &[f64]) -> Summary {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        let (lo, hi) = if n < 6 {
+            (v[0], v[n - 1])
+        } else {
+            let half = 1.96 * (n as f64).sqrt() / 2.0;
+            let j = ((n as f64 / 2.0 - half).floor() as usize).min(n - 1);
+            let k = ((n as f64 / 2.0 + half).ceil() as usize).min(n - 1);
+            (v[j], v[k])
+        };
+        Summary { n, median, lo, hi }
+    }
+}
+
+/// One cell's exact count in A and B (sum over records, and records).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountRow {
+    pub cell: String,
+    pub column: String,
+    pub a: (u128, usize),
+    pub b: (u128, usize),
+    /// The cell's trace name (`codec-pN-dhat-r0`), for the site diff.
+    pub trace: String,
+}
+
+impl CountRow {
+    pub fn mean_a(&self) -> f64 {
+        self.a.0 as f64 / self.a.1.max(1) as f64
+    }
+    pub fn mean_b(&self) -> f64 {
+        self.b.0 as f64 / self.b.1.max(1) as f64
+    }
+    /// Exact: the per-record means differ (compared as fractions).
+    pub fn changed(&self) -> bool {
+        self.a.0 * self.b.1 as u128 != self.b.0 * self.a.1 as u128
+    }
+}
+
+/// One cell's timing in A and B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeRow {
+    pub cell: String,
+    pub column: String,
+    pub a: Summary,
+    pub b: Summary,
+    /// Two-sided Mann–Whitney U p-value.
+    pub p: f64,
+}
+
+impl TimeRow {
+    /// Relative change of the median, B against A.
+    pub fn delta(&self) -> f64 {
+        self.b.median / self.a.median - 1.0
+    }
+    pub fn significant(&self, alpha: f64) -> bool {
+        self.p < alpha
+    }
+}
+
+/// What `--fail-on` checks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FailOn {
+    /// Any change of an exact count.
+    Allocs,
+    /// A significant slowdown of a median by more than this fraction.
+    Time(f64),
+}
+
+impl FailOn {
+    pub fn parse(s: &str) -> Result<FailOn> {
+        if s == "allocs" {
+            return Ok(FailOn::Allocs);
+        }
+        if let Some(p) = s.strip_prefix("time:") {
+            let v: f64 = p.trim_end_matches('%').parse().with_context(|| format!("--fail-on {s:?}: {p:?} is not a percentage"))?;
+            return Ok(FailOn::Time(v / 100.0));
+        }
+        bail!("--fail-on {s:?}: use `allocs` or `time:N%`")
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Debug)]
+pub struct Comparison {
+    pub experiment: String,
+    pub a: String,
+    pub b: String,
+    pub alpha: f64,
+    pub counts: Vec<CountRow>,
+    pub times: Vec<TimeRow>,
+    /// Per changed cell with traces in both runs: the sites that moved.
+    pub sites: BTreeMap<String, Vec<trace::Delta>>,
+    /// Notes on what could not be compared.
+    pub notes: Vec<String>,
+}
+
+/// Compares run `b` against run `a`, which must be of the same experiment.
+pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
+    if a.manifest.experiment != b.manifest.experiment {
+        bail!(
+            "{} is {} but {} is {}: compare runs of one experiment",
+            a.dir.display(),
+            a.manifest.experiment,
+            b.dir.display(),
+            b.manifest.experiment
+        );
+    }
+    let mut notes = Vec::new();
+    if a.manifest.scale != b.manifest.scale {
+        notes.push(format!("scales differ ({} vs {}): per-record means may not be comparable", a.manifest.scale, b.manifest.scale));
+    }
+    for (m, name) in [(&a.manifest, "A"), (&b.manifest, "B")] {
+        if m.git_dirty {
+            notes.push(format!("{name} was measured on a dirty tree at {}", short_rev(&m.git_revision)));
+        }
+    }
+    let (ca, cb) = (cells(&a.records)?, cells(&b.records)?);
+    let mut counts = Vec::new();
+    let mut times = Vec::new();
+    for (key, xa) in &ca {
+        let Some(xb) = cb.get(key) else {
+            notes.push(format!("{} is only in A", key.label));
+            continue;
+        };
+        for col in COUNTS {
+            if let (Some(va), Some(vb)) = (xa.counts.get(*col), xb.counts.get(*col)) {
+                counts.push(CountRow { cell: key.label.clone(), column: col.to_string(), a: *va, b: *vb, trace: key.trace.clone() });
+            }
+        }
+        for col in TIMES {
+            if let (Some(sa), Some(sb)) = (xa.times.get(*col), xb.times.get(*col)) {
+                if sa.is_empty() || sb.is_empty() {
+                    continue;
+                }
+                let (_, p) = mannwhitneyu(sa, sb, MannWhitneyUMethod::Automatic, Alternative::TwoSided)
+                    .map_err(|e| anyhow::anyhow!("Mann–Whitney U on {} {col}: {e}", key.label))?;
+                times.push(TimeRow { cell: key.label.clone(), column: col.to_string(), a: Summary::of(sa), b: Summary::of(sb), p });
+            }
+        }
+    }
+    for key in cb.keys().filter(|k| !ca.contains_key(*k)) {
+        notes.push(format!("{} is only in B", key.label));
+    }
+    let mut sites = BTreeMap::new();
+    for row in counts.iter().filter(|r| r.changed()) {
+        if sites.contains_key(&row.cell) {
+            continue;
+        }
+        let file = format!("{}.dhat.json", row.trace);
+        let (pa, pb) = (a.dir.join("traces").join(&file), b.dir.join("traces").join(&file));
+        if !(pa.exists() && pb.exists()) {
+            continue;
+        }
+        match (Trace::load(&pa), Trace::load(&pb)) {
+            (Ok(ta), Ok(tb)) => {
+                sites.insert(row.cell.clone(), trace::diff(&ta, &tb));
+            }
+            (Err(e), _) | (_, Err(e)) => notes.push(format!("no site diff for {}: {e}", row.cell)),
+        }
+    }
+    Ok(Comparison {
+        experiment: a.manifest.experiment.clone(),
+        a: describe(a),
+        b: describe(b),
+        alpha,
+        counts,
+        times,
+        sites,
+        notes,
+    })
+}
+
+impl Comparison {
+    /// Failures under `rules`, one line each; empty = pass.
+    pub fn failures(&self, rules: &[FailOn]) -> Vec<String> {
+        let mut out = Vec::new();
+        for rule in rules {
+            match rule {
+                FailOn::Allocs => out.extend(
+                    self.counts
+                        .iter()
+                        .filter(|r| r.changed())
+                        .map(|r| format!("{} {}: {} → {} per record", r.cell, r.column, num(r.mean_a()), num(r.mean_b()))),
+                ),
+                FailOn::Time(limit) => out.extend(
+                    self.times
+                        .iter()
+                        .filter(|r| r.significant(self.alpha) && r.delta() > *limit)
+                        .map(|r| format!("{} {}: {:+.1}% (p={:.3}), over {:.1}%", r.cell, r.column, 100.0 * r.delta(), r.p, 100.0 * limit)),
+                ),
+            }
+        }
+        out
+    }
+
+    /// Markdown (the terminal prints the same text).
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!("# {}: B against A\n\n- A: {}\n- B: {}\n", self.experiment, self.a, self.b);
+        for n in &self.notes {
+            s += &format!("- note: {n}\n");
+        }
+        let changed: Vec<&CountRow> = self.counts.iter().filter(|r| r.changed()).collect();
+        s += &format!(
+            "\n## Allocations (dhat build, exact)\n\n{} cell counts compared; {} changed.\n",
+            self.counts.len(),
+            changed.len()
+        );
+        if !changed.is_empty() {
+            s += "\n| cell | count | A per record | B per record | change |\n|---|---|---:|---:|---:|\n";
+            for r in &changed {
+                s += &format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    r.cell,
+                    r.column,
+                    num(r.mean_a()),
+                    num(r.mean_b()),
+                    num_signed(r.mean_b() - r.mean_a())
+                );
+            }
+        }
+        for (cell, deltas) in &self.sites {
+            s += &format!("\nSites that changed in {cell} (bytes, blocks; B − A):\n\n");
+            for d in deltas.iter().take(8) {
+                let m = d.site.meeting();
+                let at = match m {
+                    [] => "?".to_string(),
+                    [one] => one.display(),
+                    [first, .., last] => format!("{} ← … ← {}", first.display(), last.display()),
+                };
+                s += &format!("- {:+} B, {:+} blocks [{}]: {at}\n", d.bytes(), d.blocks(), d.site.side.map_or("?", |x| x.name()));
+            }
+            if deltas.is_empty() {
+                s += "- none: the traces' sites are equal (the change is outside the traced window)\n";
+            }
+        }
+        s += &format!(
+            "\n## Timings (median [95% CI], Mann–Whitney U, α = {})\n\n| cell | measure | A | B | change | p | n |\n|---|---|---:|---:|---:|---:|---:|\n",
+            self.alpha
+        );
+        for r in &self.times {
+            let change = if r.significant(self.alpha) { format!("{:+.1}%", 100.0 * r.delta()) } else { "~".into() };
+            s += &format!(
+                "| {} | {} | {} | {} | {change} | {:.3} | {}+{} |\n",
+                r.cell,
+                r.column,
+                ci(&r.a),
+                ci(&r.b),
+                r.p,
+                r.a.n,
+                r.b.n
+            );
+        }
+        if self.times.is_empty() {
+            s += "| (no timing columns in this experiment) | | | | | | |\n";
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct CellKey {
+    label: String,
+    trace: String,
+}
+
+#[derive(Default)]
+struct CellData {
+    counts: BTreeMap<String, (u128, usize)>,
+    times: BTreeMap<String, Vec<f64>>,
+}
+
+/// Groups a run's records by cell: exact counts of the dhat rows, timing
+/// samples of the others (the dhat build serialises allocation; it is not timed).
+fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
+    let names: Vec<String> = df.get_column_names().iter().map(|s| s.to_string()).collect();
+    let has = |c: &str| names.iter().any(|n| n == c);
+    let strings = |c: &str| -> Result<Vec<Option<String>>> {
+        let s = df.column(c)?.cast(&DataType::String)?;
+        Ok(s.str()?.iter().map(|v| v.map(str::to_string)).collect())
+    };
+    let keys: Vec<(&str, Vec<Option<String>>)> = KEYS.iter().filter(|k| has(k)).map(|k| Ok((*k, strings(k)?))).collect::<Result<_>>()?;
+    let variant = if has("variant") { strings("variant")? } else { vec![None; df.height()] };
+    let mut counts: Vec<(&str, Vec<Option<u64>>)> = Vec::new();
+    for c in COUNTS.iter().filter(|c| has(c)) {
+        let s = df.column(c)?.cast(&DataType::UInt64)?;
+        counts.push((c, s.u64()?.iter().collect()));
+    }
+    let mut times: Vec<(&str, Vec<Option<f64>>)> = Vec::new();
+    for c in TIMES.iter().filter(|c| has(c)) {
+        let s = df.column(c)?.cast(&DataType::Float64)?;
+        times.push((c, s.f64()?.iter().collect()));
+    }
+    let mut out: BTreeMap<CellKey, CellData> = BTreeMap::new();
+    for row in 0..df.height() {
+        let get = |k: &str| keys.iter().find(|(n, _)| *n == k).and_then(|(_, v)| v[row].clone());
+        let label = keys
+            .iter()
+            .filter_map(|(k, v)| v[row].as_ref().map(|x| if *k == "payload" { format!("p{x}") } else { x.clone() }))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let trace = format!("{}-p{}-dhat-r0", get("codec").unwrap_or_default(), get("payload").unwrap_or_default());
+        let data = out.entry(CellKey { label, trace }).or_default();
+        let dhat = variant[row].as_deref() == Some("dhat");
+        if dhat {
+            for (c, v) in &counts {
+                if let Some(x) = v[row] {
+                    let e = data.counts.entry(c.to_string()).or_default();
+                    e.0 += x as u128;
+                    e.1 += 1;
+                }
+            }
+        } else {
+            for (c, v) in &times {
+                if let Some(x) = v[row] {
+                    data.times.entry(c.to_string()).or_default().push(x);
+                }
+            }
+        }
+    }
+    for d in out.values_mut() {
+        for v in d.times.values_mut() {
+            *v = batch_medians(v, BATCHES);
+        }
+    }
+    Ok(out)
+}
+
+/// `v` itself if it has at most `k` values; else the medians of `k`
+/// contiguous batches of (nearly) equal size.
+pub fn batch_medians(v: &[f64], k: usize) -> Vec<f64> {
+    if v.len() <= k {
+        return v.to_vec();
+    }
+    (0..k).map(|i| Summary::of(&v[i * v.len() / k..(i + 1) * v.len() / k]).median).collect()
+}
+
+/// The runs to compare: two paths, or an experiment name (its latest two
+/// runs at `scale`), or one path (against the run before it).
+pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let runs_of = |exp: &str| -> Result<Vec<std::path::PathBuf>> {
+        let dir = data.join(exp);
+        let prefix = format!("{scale}-");
+        let mut v: Vec<_> = std::fs::read_dir(&dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("manifest.json").exists() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    match args {
+        [a, b] => Ok((a.into(), b.into())),
+        [one] if Path::new(one).join("manifest.json").exists() => {
+            let p = Path::new(one);
+            let exp = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let runs = runs_of(&exp)?;
+            let at = runs.iter().position(|r| r.file_name() == p.file_name()).unwrap_or(0);
+            match at.checked_sub(1) {
+                Some(i) => Ok((runs[i].clone(), p.into())),
+                None => bail!("{} is the oldest {scale} run of {exp}; name the run to compare it with", p.display()),
+            }
+        }
+        [exp] => {
+            let runs = runs_of(exp)?;
+            match runs.as_slice() {
+                [.., a, b] => Ok((a.clone(), b.clone())),
+                _ => bail!("{exp}: fewer than two {scale} runs under {}", data.join(exp).display()),
+            }
+        }
+        _ => bail!("compare takes two runs, one run (against the one before it), or an experiment name"),
+    }
+}
+
+fn describe(r: &Run) -> String {
+    let m = &r.manifest;
+    format!("{} ({} {}, {})", r.dir.display(), short_rev(&m.git_revision), if m.git_dirty { "dirty" } else { "clean" }, m.date)
+}
+
+fn short_rev(r: &str) -> &str {
+    &r[..r.len().min(7)]
+}
+
+fn ci(s: &Summary) -> String {
+    format!("{} [{}, {}]", ns(s.median), ns(s.lo), ns(s.hi))
+}
+
+/// A duration in nanoseconds, three significant figures in a fitting unit.
+fn ns(v: f64) -> String {
+    let (x, unit) = if v >= 1e6 {
+        (v / 1e6, "ms")
+    } else if v >= 1e3 {
+        (v / 1e3, "µs")
+    } else {
+        (v, "ns")
+    };
+    format!("{} {unit}", crate::fmt::sig3(x))
+}
+
+/// Exact counts print as integers, or to four decimals when a mean is not
+/// one (a change of one allocation in 10,000 records must still show).
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        crate::fmt::thousands(v.abs() as u64).to_string()
+    } else {
+        format!("{:.4}", v.abs())
+    }
+}
+
+fn num_signed(v: f64) -> String {
+    if v < 0.0 {
+        format!("-{}", num(-v))
+    } else {
+        format!("+{}", num(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_ci_brackets_the_median() {
+        let xs: Vec<f64> = (1..=101).map(f64::from).collect();
+        let s = Summary::of(&xs);
+        assert_eq!(s.median, 51.0);
+        assert!(s.lo < 51.0 && s.hi > 51.0 && s.lo >= 40.0 && s.hi <= 62.0, "{s:?}");
+        let few = Summary::of(&[3.0, 1.0, 2.0]);
+        assert_eq!((few.lo, few.median, few.hi), (1.0, 2.0, 3.0));
+    }
+
+    /// A run of a made-up experiment: dhat records with `allocs`, system
+    /// records with `ns`.
+    fn run(name: &str, allocs: &[u64], ns: &[f64]) -> Run {
+        let manifest: crate::manifest::Manifest = serde_json::from_value(serde_json::json!({
+            "experiment": "toy", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
+            "rustc": "r", "profile": "release", "features": {}, "allocators": {}, "cpu_model": "c", "cores": 2,
+            "kernel": "k", "date": "d", "command_line": [], "spec_path": "s",
+            "spec": {"experiment": "toy", "description": "", "codecs": ["zap"], "payloads": [0], "variants": ["dhat", "system"],
+                     "seed": 1, "quick": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null},
+                     "full": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null}},
+            "cells": [], "cells_resumed": 0, "records": 0
+        }))
+        .unwrap();
+        let mut records = Vec::new();
+        for a in allocs {
+            let r = serde_json::json!({"codec": "zap", "payload": 0, "variant": "dhat", "allocs": a});
+            records.push(r.as_object().unwrap().clone());
+        }
+        for t in ns {
+            let r = serde_json::json!({"codec": "zap", "payload": 0, "variant": "system", "ns": t});
+            records.push(r.as_object().unwrap().clone());
+        }
+        Run { dir: std::path::PathBuf::from(name), manifest, records: crate::dataset::frame_from_records(&records).unwrap() }
+    }
+
+    /// `n` draws from uniform(centre ± 10%), deterministic per seed.
+    fn samples(seed: u64, n: usize, centre: f64) -> Vec<f64> {
+        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                centre * (0.9 + 0.2 * ((x >> 11) as f64 / (1u64 << 53) as f64))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_injected_allocation_is_a_change() {
+        let a = run("a", &[3, 3, 3, 3], &samples(1, 40, 100.0));
+        let same = run("same", &[3, 3, 3, 3], &samples(1, 40, 100.0));
+        let c = compare(&a, &same, 0.05).unwrap();
+        assert!(c.failures(&[FailOn::Allocs]).is_empty());
+        let b = run("b", &[3, 4, 3, 3], &samples(1, 40, 100.0));
+        let c = compare(&a, &b, 0.05).unwrap();
+        let f = c.failures(&[FailOn::Allocs]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("allocs") && f[0].contains("3.25"), "{f:?}");
+        assert!(c.to_markdown().contains("1 changed"), "{}", c.to_markdown());
+    }
+
+    #[test]
+    fn a_shifted_timing_is_flagged_and_noise_is_not() {
+        let a = run("a", &[1], &samples(1, 40, 100.0));
+        let slower = run("b", &[1], &samples(2, 40, 120.0));
+        let c = compare(&a, &slower, 0.05).unwrap();
+        let t = &c.times[0];
+        assert!(t.significant(0.05) && t.p < 1e-6, "{t:?}");
+        assert!((t.delta() - 0.2).abs() < 0.06, "{t:?}");
+        assert_eq!(c.failures(&[FailOn::Time(0.05)]).len(), 1);
+        assert!(c.failures(&[FailOn::Time(0.30)]).is_empty(), "a 20% change is under a 30% limit");
+
+        // Two samples of one distribution: "~", and no failure.
+        let noise = run("c", &[1], &samples(3, 40, 100.0));
+        let c = compare(&a, &noise, 0.05).unwrap();
+        assert!(!c.times[0].significant(0.05), "{:?}", c.times[0]);
+        assert!(c.to_markdown().contains("| ~ |"), "{}", c.to_markdown());
+        assert!(c.failures(&[FailOn::Time(0.0), FailOn::Allocs]).is_empty());
+    }
+
+    #[test]
+    fn runs_of_different_experiments_are_refused() {
+        let a = run("a", &[1], &[1.0]);
+        let mut b = run("b", &[1], &[1.0]);
+        b.manifest.experiment = "other".into();
+        assert!(compare(&a, &b, 0.05).unwrap_err().to_string().contains("one experiment"));
+    }
+
+    #[test]
+    fn long_runs_are_batched() {
+        let v: Vec<f64> = (0..1000).map(f64::from).collect();
+        let b = batch_medians(&v, 50);
+        assert_eq!(b.len(), 50);
+        assert_eq!(b[0], 9.5);
+        assert_eq!(batch_medians(&v[..10], 50).len(), 10);
+        assert_eq!(num(3.25), "3.2500");
+        assert_eq!(num(77.0), "77");
+    }
+
+    #[test]
+    fn fail_on_parses() {
+        assert_eq!(FailOn::parse("allocs").unwrap(), FailOn::Allocs);
+        assert_eq!(FailOn::parse("time:5%").unwrap(), FailOn::Time(0.05));
+        assert!(FailOn::parse("speed").unwrap_err().to_string().contains("--fail-on"));
+    }
+}
