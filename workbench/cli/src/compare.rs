@@ -28,8 +28,17 @@ use std::path::Path;
 /// Columns that identify a cell, in display order.
 const KEYS: &[&str] = &["codec", "implementation", "op", "phase", "kind", "payload", "variant"];
 /// Exact counts (dhat build).
-const COUNTS: &[&str] =
-    &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs", "cum_allocs", "cum_bytes"];
+const COUNTS: &[&str] = &[
+    "allocs",
+    "bytes",
+    "client_allocs",
+    "client_bytes",
+    "server_allocs",
+    "server_bytes",
+    "other_allocs",
+    "cum_allocs",
+    "cum_bytes",
+];
 /// Timings, one sample per record.
 const TIMES: &[&str] = &["ns", "ns_per_op"];
 
@@ -126,7 +135,10 @@ impl FailOn {
             return Ok(FailOn::Allocs);
         }
         if let Some(p) = s.strip_prefix("time:") {
-            let v: f64 = p.trim_end_matches('%').parse().with_context(|| format!("--fail-on {s:?}: {p:?} is not a percentage"))?;
+            let v: f64 = p
+                .trim_end_matches('%')
+                .parse()
+                .with_context(|| format!("--fail-on {s:?}: {p:?} is not a percentage"))?;
             return Ok(FailOn::Time(v / 100.0));
         }
         bail!("--fail-on {s:?}: use `allocs` or `time:N%`")
@@ -161,7 +173,10 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
     }
     let mut notes = Vec::new();
     if a.manifest.scale != b.manifest.scale {
-        notes.push(format!("scales differ ({} vs {}): per-record means may not be comparable", a.manifest.scale, b.manifest.scale));
+        notes.push(format!(
+            "scales differ ({} vs {}): per-record means may not be comparable",
+            a.manifest.scale, b.manifest.scale
+        ));
     }
     for (m, name) in [(&a.manifest, "A"), (&b.manifest, "B")] {
         if m.git_dirty {
@@ -178,7 +193,13 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
         };
         for col in COUNTS {
             if let (Some(va), Some(vb)) = (xa.counts.get(*col), xb.counts.get(*col)) {
-                counts.push(CountRow { cell: key.label.clone(), column: col.to_string(), a: *va, b: *vb, trace: key.trace.clone() });
+                counts.push(CountRow {
+                    cell: key.label.clone(),
+                    column: col.to_string(),
+                    a: *va,
+                    b: *vb,
+                    trace: key.trace.clone(),
+                });
             }
         }
         for col in TIMES {
@@ -188,7 +209,13 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
                 }
                 let (_, p) = mannwhitneyu(sa, sb, MannWhitneyUMethod::Automatic, Alternative::TwoSided)
                     .map_err(|e| anyhow::anyhow!("Mann–Whitney U on {} {col}: {e}", key.label))?;
-                times.push(TimeRow { cell: key.label.clone(), column: col.to_string(), a: Summary::of(sa), b: Summary::of(sb), p });
+                times.push(TimeRow {
+                    cell: key.label.clone(),
+                    column: col.to_string(),
+                    a: Summary::of(sa),
+                    b: Summary::of(sb),
+                    p,
+                });
             }
         }
     }
@@ -230,18 +257,23 @@ impl Comparison {
         let mut out = Vec::new();
         for rule in rules {
             match rule {
-                FailOn::Allocs => out.extend(
-                    self.counts
-                        .iter()
-                        .filter(|r| r.changed())
-                        .map(|r| format!("{} {}: {} → {} per record", r.cell, r.column, num(r.mean_a()), num(r.mean_b()))),
-                ),
-                FailOn::Time(limit) => out.extend(
-                    self.times
-                        .iter()
-                        .filter(|r| r.significant(self.alpha) && r.delta() > *limit)
-                        .map(|r| format!("{} {}: {:+.1}% (p={:.3}), over {:.1}%", r.cell, r.column, 100.0 * r.delta(), r.p, 100.0 * limit)),
-                ),
+                FailOn::Allocs => {
+                    out.extend(self.counts.iter().filter(|r| r.changed()).map(|r| {
+                        format!("{} {}: {} → {} per record", r.cell, r.column, num(r.mean_a()), num(r.mean_b()))
+                    }))
+                }
+                FailOn::Time(limit) => {
+                    out.extend(self.times.iter().filter(|r| r.significant(self.alpha) && r.delta() > *limit).map(|r| {
+                        format!(
+                            "{} {}: {:+.1}% (p={:.3}), over {:.1}%",
+                            r.cell,
+                            r.column,
+                            100.0 * r.delta(),
+                            r.p,
+                            100.0 * limit
+                        )
+                    }))
+                }
             }
         }
         out
@@ -281,7 +313,12 @@ impl Comparison {
                     [one] => one.display(),
                     [first, .., last] => format!("{} ← … ← {}", first.display(), last.display()),
                 };
-                s += &format!("- {:+} B, {:+} blocks [{}]: {at}\n", d.bytes(), d.blocks(), d.site.side.map_or("?", |x| x.name()));
+                s += &format!(
+                    "- {:+} B, {:+} blocks [{}]: {at}\n",
+                    d.bytes(),
+                    d.blocks(),
+                    d.site.side.map_or("?", |x| x.name())
+                );
             }
             if deltas.is_empty() {
                 s += "- none: the traces' sites are equal (the change is outside the traced window)\n";
@@ -332,7 +369,8 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
         let s = df.column(c)?.cast(&DataType::String)?;
         Ok(s.str()?.iter().map(|v| v.map(str::to_string)).collect())
     };
-    let keys: Vec<(&str, Vec<Option<String>>)> = KEYS.iter().filter(|k| has(k)).map(|k| Ok((*k, strings(k)?))).collect::<Result<_>>()?;
+    let keys: Vec<(&str, Vec<Option<String>>)> =
+        KEYS.iter().filter(|k| has(k)).map(|k| Ok((*k, strings(k)?))).collect::<Result<_>>()?;
     let variant = if has("variant") { strings("variant")? } else { vec![None; df.height()] };
     let mut counts: Vec<(&str, Vec<Option<u64>>)> = Vec::new();
     for c in COUNTS.iter().filter(|c| has(c)) {
@@ -397,7 +435,10 @@ pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::
         let mut v: Vec<_> = std::fs::read_dir(&dir)
             .with_context(|| format!("listing {}", dir.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("manifest.json").exists() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+            .filter(|p| {
+                p.join("manifest.json").exists()
+                    && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
             .collect();
         v.sort();
         Ok(v)
@@ -406,7 +447,8 @@ pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::
         [a, b] => Ok((a.into(), b.into())),
         [one] if Path::new(one).join("manifest.json").exists() => {
             let p = Path::new(one);
-            let exp = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let exp =
+                p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
             let runs = runs_of(&exp)?;
             let at = runs.iter().position(|r| r.file_name() == p.file_name()).unwrap_or(0);
             match at.checked_sub(1) {
@@ -427,7 +469,13 @@ pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::
 
 fn describe(r: &Run) -> String {
     let m = &r.manifest;
-    format!("{} ({} {}, {})", r.dir.display(), short_rev(&m.git_revision), if m.git_dirty { "dirty" } else { "clean" }, m.date)
+    format!(
+        "{} ({} {}, {})",
+        r.dir.display(),
+        short_rev(&m.git_revision),
+        if m.git_dirty { "dirty" } else { "clean" },
+        m.date
+    )
 }
 
 fn short_rev(r: &str) -> &str {
@@ -504,7 +552,11 @@ mod tests {
             let r = serde_json::json!({"codec": "zap", "payload": 0, "variant": "system", "ns": t});
             records.push(r.as_object().unwrap().clone());
         }
-        Run { dir: std::path::PathBuf::from(name), manifest, records: crate::dataset::frame_from_records(&records).unwrap() }
+        Run {
+            dir: std::path::PathBuf::from(name),
+            manifest,
+            records: crate::dataset::frame_from_records(&records).unwrap(),
+        }
     }
 
     /// `n` draws from uniform(centre ± 10%), deterministic per seed.

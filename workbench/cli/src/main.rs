@@ -221,9 +221,12 @@ fn main() -> Result<()> {
 fn review(cmd: TraceCmd) -> Result<()> {
     match cmd {
         TraceCmd::Top { path, by, side, limit } => {
-            let by = trace::By::parse(&by).with_context(|| format!("--by {by:?}: use bytes, blocks, peak or lifetime"))?;
+            let by =
+                trace::By::parse(&by).with_context(|| format!("--by {by:?}: use bytes, blocks, peak or lifetime"))?;
             let side = match side {
-                Some(s) => Some(trace::Side::parse(&s).with_context(|| format!("--side {s:?}: use client, server or other"))?),
+                Some(s) => {
+                    Some(trace::Side::parse(&s).with_context(|| format!("--side {s:?}: use client, server or other"))?)
+                }
                 None => None,
             };
             let files = trace::traces_in(&path)?;
@@ -246,7 +249,10 @@ fn review(cmd: TraceCmd) -> Result<()> {
                 println!("{line}");
             }
             let out = svg.unwrap_or_else(|| {
-                let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".json").to_string()).unwrap_or_default();
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+                    .unwrap_or_default();
                 path.with_file_name(format!("{name}.flame.svg"))
             });
             trace::write_flamegraph(&t, &out)?;

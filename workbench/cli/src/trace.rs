@@ -94,15 +94,8 @@ const PLUMBING: &[&str] = &["alloc", "core", "std", "dhat", "probe", "backtrace"
 /// Crates of this workspace: where a stack enters the subject's own code.
 pub const OWN: &[&str] = &["subjects", "subject", "zap", "datastore", "server", "datastore_server", "workbench"];
 /// Functions of the thread start-up code, folded away at the bottom.
-const STARTUP: &[&str] = &[
-    "start_thread",
-    "clone3",
-    "clone",
-    "_start",
-    "main",
-    "__libc_start_main",
-    "__libc_start_call_main",
-];
+const STARTUP: &[&str] =
+    &["start_thread", "clone3", "clone", "_start", "main", "__libc_start_main", "__libc_start_call_main"];
 
 impl Frame {
     fn parse(s: &str) -> Frame {
@@ -123,7 +116,10 @@ impl Frame {
     }
 
     fn is_plumbing(&self) -> bool {
-        self.function.starts_with("__rust") || self.function.starts_with("__rg_") || self.function.starts_with("__rdl_") || self.in_crates(PLUMBING)
+        self.function.starts_with("__rust")
+            || self.function.starts_with("__rg_")
+            || self.function.starts_with("__rdl_")
+            || self.in_crates(PLUMBING)
     }
 
     fn is_startup(&self) -> bool {
@@ -131,9 +127,19 @@ impl Frame {
             || self.function.starts_with("__libc")
             || self.function.contains("__rust_begin_short_backtrace")
             || (self.in_crates(&["std", "core", "alloc"])
-                && ["std::rt::", "std::sys::", "std::thread::", "std::panic", "core::ops::function::", "<std::sys::", "<std::thread::", "<alloc::boxed::Box<", "<core::panic::"]
-                    .iter()
-                    .any(|p| self.function.starts_with(p)))
+                && [
+                    "std::rt::",
+                    "std::sys::",
+                    "std::thread::",
+                    "std::panic",
+                    "core::ops::function::",
+                    "<std::sys::",
+                    "<std::thread::",
+                    "<alloc::boxed::Box<",
+                    "<core::panic::",
+                ]
+                .iter()
+                .any(|p| self.function.starts_with(p)))
     }
 
     pub fn is_own(&self) -> bool {
@@ -148,7 +154,11 @@ impl Frame {
     /// for a dependency often drops the crate (`src/codec/decode.rs`).
     pub fn display(&self) -> String {
         let loc = match &self.krate {
-            Some(k) if !self.location.is_empty() && !self.location.starts_with(k.as_str()) && !self.location.contains(&format!("{k}-")) => {
+            Some(k)
+                if !self.location.is_empty()
+                    && !self.location.starts_with(k.as_str())
+                    && !self.location.contains(&format!("{k}-")) =>
+            {
                 format!("{k}: {}", self.location)
             }
             _ => self.location.clone(),
@@ -214,7 +224,10 @@ impl Side {
     fn of(frames: &[&Frame]) -> Side {
         if frames.iter().any(|f| f.function.contains("spawn_server")) {
             Side::Server
-        } else if frames.iter().any(|f| f.function.starts_with("subject::main") || f.function.contains("subjects::experiments::")) {
+        } else if frames
+            .iter()
+            .any(|f| f.function.starts_with("subject::main") || f.function.contains("subjects::experiments::"))
+        {
             Side::Client
         } else {
             Side::Other
@@ -325,7 +338,8 @@ impl Trace {
         let p = || path.to_path_buf();
         // The viewer's own required fields, checked before typed parsing so
         // that the error names the field.
-        let raw: serde_json::Value = serde_json::from_str(text).map_err(|source| TraceError::Json { path: p(), source })?;
+        let raw: serde_json::Value =
+            serde_json::from_str(text).map_err(|source| TraceError::Json { path: p(), source })?;
         let version = raw.get("dhatFileVersion").and_then(|v| v.as_u64()).unwrap_or(0);
         if version != 2 {
             return Err(TraceError::Version { path: p(), found: version });
@@ -350,7 +364,12 @@ impl Trace {
             seen.insert(&s.fs, i);
             let mut stack = Vec::with_capacity(s.fs.len());
             for &f in &s.fs {
-                let frame = frames.get(f).ok_or(TraceError::FrameIndex { path: p(), site: i, frame: f, frames: frames.len() })?;
+                let frame = frames.get(f).ok_or(TraceError::FrameIndex {
+                    path: p(),
+                    site: i,
+                    frame: f,
+                    frames: frames.len(),
+                })?;
                 stack.push(frame);
             }
             sites.push(normalise(s, &stack));
@@ -447,7 +466,9 @@ pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String
         s += &format!("{} side: {} B in {} blocks\n", side.name(), thousands(b), thousands(k));
     }
     for (i, x) in sites.iter().take(limit).enumerate() {
-        let per_op = t.operations.map(|n| format!("  {:.1} B/op  {:.3} blocks/op", x.bytes as f64 / n as f64, x.blocks as f64 / n as f64));
+        let per_op = t
+            .operations
+            .map(|n| format!("  {:.1} B/op  {:.3} blocks/op", x.bytes as f64 / n as f64, x.blocks as f64 / n as f64));
         s += &format!(
             "\n#{:<3} {} B ({:.1}%)  {} blocks  avg {} B  at peak {} B  avg life {}  [{}]{}\n",
             i + 1,
@@ -619,7 +640,13 @@ pub fn diff(a: &Trace, b: &Trace) -> Vec<Delta> {
             (ta != tb).then(|| Delta { key: k.clone(), site: sb.or(sa).cloned().unwrap_or_default(), a: ta, b: tb })
         })
         .collect();
-    out.sort_by(|x, y| y.bytes().abs().cmp(&x.bytes().abs()).then_with(|| y.blocks().abs().cmp(&x.blocks().abs())).then_with(|| x.key.cmp(&y.key)));
+    out.sort_by(|x, y| {
+        y.bytes()
+            .abs()
+            .cmp(&x.bytes().abs())
+            .then_with(|| y.blocks().abs().cmp(&x.blocks().abs()))
+            .then_with(|| x.key.cmp(&y.key))
+    });
     out
 }
 
@@ -628,7 +655,8 @@ pub fn write_flamegraph(trace: &Trace, out: &Path) -> anyhow::Result<()> {
     use anyhow::Context;
     let lines = trace.folded();
     let mut opts = inferno::flamegraph::Options::default();
-    opts.title = format!("bytes allocated: {}", trace.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    opts.title =
+        format!("bytes allocated: {}", trace.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     opts.count_name = "bytes".into();
     let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), std::io::BufWriter::new(file))
@@ -638,10 +666,14 @@ pub fn write_flamegraph(trace: &Trace, out: &Path) -> anyhow::Result<()> {
 
 /// Where Debian's valgrind installs DHAT's viewer.
 pub fn viewer() -> Option<PathBuf> {
-    ["/usr/libexec/valgrind/dh_view.html", "/usr/lib/x86_64-linux-gnu/valgrind/dh_view.html", "/usr/share/doc/valgrind/html/dh_view.html"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    [
+        "/usr/libexec/valgrind/dh_view.html",
+        "/usr/lib/x86_64-linux-gnu/valgrind/dh_view.html",
+        "/usr/share/doc/valgrind/html/dh_view.html",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
 }
 
 /// The trace files of a dataset (its `traces/` directory), or the file itself.
@@ -727,18 +759,25 @@ mod tests {
 
     #[test]
     fn frames_parse_with_crate() {
-        let f = Frame::parse("0x55c0e09db376: <bytes::bytes_mut::BytesMut>::reserve_inner (bytes-1.12.2/src/bytes_mut.rs:683:23)");
+        let f = Frame::parse(
+            "0x55c0e09db376: <bytes::bytes_mut::BytesMut>::reserve_inner (bytes-1.12.2/src/bytes_mut.rs:683:23)",
+        );
         assert_eq!(f.function, "<bytes::bytes_mut::BytesMut>::reserve_inner");
         assert_eq!(f.location, "bytes-1.12.2/src/bytes_mut.rs:683");
         assert_eq!(f.krate.as_deref(), Some("bytes"));
-        let p = Frame::parse("0x1: <u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem (src/vec/spec_from_elem.rs:51:5)");
+        let p = Frame::parse(
+            "0x1: <u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem (src/vec/spec_from_elem.rs:51:5)",
+        );
         assert_eq!(p.krate.as_deref(), Some("alloc"));
         let g = Frame::parse("0x1: new (src/hpack/header.rs:98:24)");
         assert_eq!(g.krate, None);
         let h = Frame::parse("0x1: capnp::message::Builder<A>::new (src/message.rs:98:24)");
         assert_eq!(h.display(), "capnp::message::Builder<A>::new (capnp: src/message.rs:98)");
         assert!(Frame::parse("0x2: start_thread (./nptl/pthread_create.c:442:8)").is_startup());
-        assert!(Frame::parse("0x2: <alloc::alloc::Global as core::alloc::Allocator>::allocate (alloc/src/alloc.rs:1:1)").is_plumbing());
+        assert!(Frame::parse(
+            "0x2: <alloc::alloc::Global as core::alloc::Allocator>::allocate (alloc/src/alloc.rs:1:1)"
+        )
+        .is_plumbing());
     }
 
     #[test]

@@ -16,6 +16,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Print the workload's queries, one `name<TAB>sql` per line (for scripts).
+    Queries,
     /// Create table `t` and fill it with the paper's workload.
     Load {
         #[arg(long)]
@@ -107,6 +109,11 @@ fn main() -> Result<()> {
                         s.rows_scanned
                     );
                 }
+            }
+        }
+        Cmd::Queries => {
+            for (name, sql) in QUERIES {
+                println!("{name}\t{sql}");
             }
         }
         Cmd::Parts { data } => parts(&data)?,
