@@ -28,12 +28,16 @@
 //! - [`fmt`]: number formatting shared by tables and figures.
 //! - [`trace`]: loading, checking and reviewing dhat traces (`workbench trace`).
 //! - [`compare`]: two runs of one experiment, benchstat-style (`workbench compare`).
+//! - [`claims`]: the source papers' claims against ours (`workbench claims`).
+//! - [`paper`]: the paper's macros and its PDF build (`workbench paper`).
 
+pub mod claims;
 pub mod compare;
 pub mod dataset;
 pub mod figures;
 pub mod fmt;
 pub mod manifest;
+pub mod paper;
 pub mod provenance;
 pub mod runner;
 pub mod spec;

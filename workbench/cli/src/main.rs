@@ -53,6 +53,12 @@ enum Cmd {
     },
     /// List specs and finished runs.
     List,
+    /// Audit the source papers' claims (paper/claims.toml) against data/:
+    /// writes paper/generated/claims.{md,tex}.
+    Claims,
+    /// Build the paper: macros and claims from data/, figures to PDF, then
+    /// latexmk → paper/build/main.pdf (tables come from `workbench tables`).
+    Paper,
     /// Review dhat allocation traces: top sites, diffs, trees, the viewer.
     Trace {
         #[command(subcommand)]
@@ -193,6 +199,19 @@ fn main() -> Result<()> {
                 }
             }
         }
+        Cmd::Claims => {
+            let (audit, written) = workbench::claims::write(&root, &data)?;
+            print!("{}", audit.to_markdown());
+            println!("verdicts: {:?}", audit.counts());
+            print_written(&root, &written);
+        }
+        Cmd::Paper => {
+            let mut written = vec![workbench::paper::write_macros(&root, &data)?];
+            written.extend(workbench::claims::write(&root, &data)?.1);
+            print_written(&root, &written);
+            let pdf = workbench::paper::build(&root)?;
+            println!("wrote {}", pdf.strip_prefix(&root).unwrap_or(&pdf).display());
+        }
         Cmd::Trace { cmd } => review(cmd)?,
         Cmd::Compare { runs, scale, alpha, fail_on, markdown } => {
             let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
@@ -269,7 +288,7 @@ fn review(cmd: TraceCmd) -> Result<()> {
             );
             match trace::viewer() {
                 Some(v) => println!(
-                    "open file://{} in a browser, press \"Load…\" and choose {}\n(the viewer sorts by total bytes; its \"Sort metric\" menu switches to blocks)",
+                    "open file://{} in a browser, press \"Load…\" and choose {}\n(the viewer opens sorted by total blocks, its fixed default; its \"Sort metric\" menu switches to bytes, which `workbench trace top` ranks by)",
                     v.display(),
                     std::fs::canonicalize(&path).unwrap_or(path.clone()).display()
                 ),

@@ -488,7 +488,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
 /// The transport that measures the physical floor of a loopback round trip.
 const FLOOR: &str = "raw-tcp";
 
-fn tex_escape(s: &str) -> String {
+pub fn tex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -562,8 +562,8 @@ impl Node {
         }
     }
 
-    /// Indented lines, skipping nodes under `min_share` of the root's bytes
-    /// and collapsing single-child chains into one line per frame.
+    /// Indented lines, skipping nodes under `min_share` of the root's bytes;
+    /// `max_depth` counts branch points, not frames.
     pub fn render(&self, min_share: f64, max_depth: usize) -> Vec<String> {
         let mut out = Vec::new();
         let total = self.bytes.max(1) as f64;
@@ -582,6 +582,13 @@ impl Node {
         ));
         if depth >= max_depth {
             return;
+        }
+        // A chain of single callers holding every byte of its parent stays
+        // at the parent's depth: only branches indent and count.
+        if let [only] = self.children.as_slice() {
+            if only.bytes == self.bytes {
+                return only.render_into(out, depth, total, min_share, max_depth);
+            }
         }
         let mut hidden = (0u64, 0usize);
         for c in &self.children {

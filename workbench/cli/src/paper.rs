@@ -1,0 +1,355 @@
+//! The paper's generated inputs and its build (`workbench paper`).
+//!
+//! The hand-written LaTeX in `paper/` holds no number: every figure in its
+//! prose is a macro from `paper/generated/macros.tex`, every table an
+//! `\input` of a file `workbench tables` wrote, every figure a PDF converted
+//! from `figures/` at build time. Each experiment is shown at the largest
+//! scale it has a dataset for (full, else quick), the same choice for its
+//! table, its figure and its macros; a missing one renders as a framed "not
+//! yet measured" box, never a number from an earlier run.
+//!
+//! # Layout
+//! - [`MACROS`]: the prose numbers, each a cell of a generated table.
+//! - [`write_macros`]: `paper/generated/macros.tex`.
+//! - [`build`]: figures → PDF (rsvg-convert), then latexmk → `paper/build/main.pdf`,
+//!   then [`check_log`].
+//! - [`hand_written_digits`]: the test that keeps numbers out of the prose.
+
+use crate::tables::{self, display_name, Table};
+use crate::{dataset, fmt};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One prose number: the headline of a table cell (the text before any
+/// ` [min, max]`), found by the row's stack and payload and the column's header.
+pub struct Macro {
+    pub name: &'static str,
+    pub table: &'static str,
+    /// Codec or stack key (shown through [`display_name`]) and payload in bytes.
+    pub row: (&'static str, u64),
+    pub column: &'static str,
+}
+
+const fn m(name: &'static str, table: &'static str, key: &'static str, payload: u64, column: &'static str) -> Macro {
+    Macro { name, table, row: (key, payload), column }
+}
+
+/// Every prose number of the paper. NOTE: LaTeX macro names are letters only.
+pub const MACROS: &[Macro] = &[
+    m("zapEncAllocs", "alloc-profile", "zap", 0, "Allocs (enc)"),
+    m("zapDecAllocs", "alloc-profile", "zap", 0, "Allocs (dec)"),
+    m("zapBytesOp", "alloc-profile", "zap", 0, "B/op"),
+    m("flatbuffersEncAllocs", "alloc-profile", "flatbuffers", 0, "Allocs (enc)"),
+    m("capnpEncAllocs", "alloc-profile", "capnp", 0, "Allocs (enc)"),
+    m("capnpBytesOp", "alloc-profile", "capnp", 0, "B/op"),
+    m("capnpScratchEncAllocs", "alloc-profile", "capnp-scratch", 0, "Allocs (enc)"),
+    m("protobufRTAllocs", "alloc-profile", "protobuf", 64, "Allocs/RT"),
+    m("protobufBytesOp", "alloc-profile", "protobuf", 64, "B/op"),
+    m("jsonRTAllocs", "alloc-profile", "json-rpc", 64, "Allocs/RT"),
+    m("jsonBytesOp", "alloc-profile", "json-rpc", 64, "B/op"),
+    m("heapMessages", "heap-growth", "zap", 0, "Messages"),
+    m("zapHeapTotal", "heap-growth", "zap", 0, "Total allocated"),
+    m("zapHeapSteady", "heap-growth", "zap", 0, "Steady alloc/M msgs"),
+    m("jsonHeapTotal", "heap-growth", "json-rpc", 0, "Total allocated"),
+    m("jsonPeakHeap", "heap-growth", "json-rpc", 0, "Peak heap"),
+    m("zapTcpAllocsRT", "transport-alloc", "zap-tcp", 0, "Allocs/RT"),
+    m("grpcAllocsRT", "transport-alloc", "grpc", 0, "Allocs/RT"),
+    m("grpcBytesRT", "transport-alloc", "grpc", 0, "B/RT"),
+    m("quicAllocsRT", "transport-alloc", "quic", 0, "Allocs/RT"),
+    m("transportMessages", "transport-heap-growth", "zap-tcp", 0, "Messages"),
+    m("zapTcpHeapSteady", "transport-heap-growth", "zap-tcp", 0, "Steady alloc/M msgs"),
+    m("grpcHeapTotal", "transport-heap-growth", "grpc", 0, "Total allocated"),
+    m("floorIdle", "roundtrip-latency", "raw-tcp", 0, "p50"),
+    m("zapIdle", "roundtrip-latency", "zap-tcp", 0, "p50"),
+    m("zapIdleTimesFloor", "roundtrip-latency", "zap-tcp", 0, "× floor"),
+    m("floorAwake", "roundtrip-latency-awake", "raw-tcp", 0, "p50"),
+    m("zapAwake", "roundtrip-latency-awake", "zap-tcp", 0, "p50"),
+    m("zapAwakeTimesFloor", "roundtrip-latency-awake", "zap-tcp", 0, "× floor"),
+    m("zapAwakeAboveFloor", "roundtrip-latency-awake", "zap-tcp", 0, "above floor (µs)"),
+    m("zapEncodeNs", "codec-speed", "zap", 64, "Encode ns/op"),
+    m("zapDecodeNs", "codec-speed", "zap", 64, "Decode ns/op"),
+    m("zapAAEnc", "codec-speed", "zap", 1024, "Enc vs ZAP"),
+    m("flatbuffersEncVsZap", "codec-speed", "flatbuffers", 64, "Enc vs ZAP"),
+];
+
+/// The tables the paper shows: per name, the full-scale table if there is
+/// one, else the quick one.
+pub fn chosen_tables(data: &Path) -> Result<BTreeMap<String, Table>> {
+    let mut out = BTreeMap::new();
+    for scale in ["quick", "full"] {
+        for t in tables::compute(data, scale)? {
+            out.insert(t.name.to_string(), t);
+        }
+    }
+    Ok(out)
+}
+
+/// The headline text of `mac`'s cell, or `None` if its table or row is missing.
+pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
+    let t = tables.get(mac.table)?;
+    let col = t.header.iter().position(|h| *h == mac.column)?;
+    let (name, payload) = (display_name(mac.row.0), fmt::bytes(mac.row.1 as f64));
+    let row = t.rows.iter().find(|r| r.first() == Some(&name) && r.get(1) == Some(&payload))?;
+    let text = row.get(col)?;
+    Some(text.split(" [").next().unwrap_or(text).trim().to_string())
+}
+
+/// Writes `paper/generated/macros.tex`: every [`MACROS`] entry, the machine
+/// facts, and the datastore benchmark; a missing value is `\notmeasured{…}`.
+pub fn write_macros(root: &Path, data: &Path) -> Result<PathBuf> {
+    let tables = chosen_tables(data)?;
+    let mut s = String::from("% Generated by `workbench paper` (and `workbench tables`) from data/; do not edit.\n");
+    for (name, t) in &tables {
+        s += &format!("% {name}: {}\n", t.source);
+    }
+    let mut def = |name: &str, value: Option<String>, what: &str| {
+        let body = match value {
+            Some(v) => tables::tex_escape(&v),
+            None => format!("\\notmeasured{{{}}}", tables::tex_escape(what)),
+        };
+        s += &format!("\\newcommand{{\\{name}}}{{{body}}}\n");
+    };
+    for mac in MACROS {
+        def(mac.name, cell(&tables, mac), mac.table);
+    }
+    // Machine facts from the newest dataset of any experiment (one machine).
+    let manifest = newest_manifest(data)?;
+    def("wbCpu", manifest.as_ref().map(|m| m.cpu_model.clone()), "machine");
+    def("wbCores", manifest.as_ref().map(|m| m.cores.to_string()), "machine");
+    def("wbKernel", manifest.as_ref().map(|m| m.kernel.clone()), "machine");
+    def("wbRustc", manifest.as_ref().map(|m| m.rustc.clone()), "machine");
+    // The engine benchmark (`datastore bench`), the largest run.
+    let bench = datastore_bench(data)?;
+    let q = |i: usize| {
+        bench.as_ref().and_then(|b| b.get("queries")?.get(i)?.get("median_s")?.as_f64()).map(|v| fmt::sig3(v * 1e3))
+    };
+    def("dsRows", bench.as_ref().and_then(|b| b.get("rows")?.as_u64()).map(fmt::thousands), "datastore-bench");
+    def("dsAggMs", q(0), "datastore-bench");
+    def("dsTopMs", q(1), "datastore-bench");
+    def("dsFilterMs", q(2), "datastore-bench");
+    def("dsPeakRss", bench.as_ref().and_then(|b| b.get("rss_peak")?.as_f64()).map(fmt::bytes), "datastore-bench");
+    let path = root.join("paper/generated/macros.tex");
+    std::fs::create_dir_all(path.parent().expect("has a parent"))
+        .with_context(|| format!("creating {}", path.display()))?;
+    dataset::write_atomic(&path, s.as_bytes())?;
+    Ok(path)
+}
+
+fn newest_manifest(data: &Path) -> Result<Option<crate::manifest::Manifest>> {
+    let mut best: Option<crate::manifest::Manifest> = None;
+    for exp in subjects::experiments::NAMES {
+        for scale in ["quick", "full"] {
+            if let Some(d) = dataset::latest_run(data, exp, scale)? {
+                let p = d.join("manifest.json");
+                let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+                let m: crate::manifest::Manifest =
+                    serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+                if best.as_ref().is_none_or(|b| m.date > b.date) {
+                    best = Some(m);
+                }
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// The newest `datastore bench` JSON, full scale preferred.
+pub fn datastore_bench(data: &Path) -> Result<Option<serde_json::Value>> {
+    let dir = data.join("datastore-bench");
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let pick = files
+        .iter()
+        .rev()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("full-")))
+        .or(files.last());
+    match pick {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            Ok(Some(serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Builds `paper/build/main.pdf`: converts every figure SVG to PDF
+/// (rsvg-convert), runs latexmk, and checks the log. Returns the PDF.
+pub fn build(root: &Path) -> Result<PathBuf> {
+    let paper = root.join("paper");
+    let out = paper.join("build");
+    for scale_dir in ["", "full"] {
+        let src = root.join("figures").join(scale_dir);
+        let dst = out.join("figures").join(scale_dir);
+        std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
+        // Stale conversions would outlive their SVG: start from none.
+        for e in std::fs::read_dir(&dst).with_context(|| format!("listing {}", dst.display()))?.flatten() {
+            if e.path().extension().is_some_and(|x| x == "pdf") {
+                std::fs::remove_file(e.path()).with_context(|| format!("removing {}", e.path().display()))?;
+            }
+        }
+        let Ok(entries) = std::fs::read_dir(&src) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "svg") {
+                let pdf = dst.join(p.with_extension("pdf").file_name().expect("a file name"));
+                let st = Command::new("rsvg-convert")
+                    .args(["-f", "pdf", "-o"])
+                    .arg(&pdf)
+                    .arg(&p)
+                    .status()
+                    .context("running rsvg-convert (Debian: librsvg2-bin; scripts/setup.sh installs it)")?;
+                if !st.success() {
+                    bail!("rsvg-convert failed on {} ({st})", p.display());
+                }
+            }
+        }
+    }
+    let log = out.join("latexmk.log");
+    let st = Command::new("latexmk")
+        .current_dir(&paper)
+        .args(["-pdf", "-interaction=nonstopmode", "-halt-on-error", "-outdir=build", "main.tex"])
+        .stdout(std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?)
+        .stderr(std::process::Stdio::inherit())
+        .status()
+        .context("running latexmk (Debian: latexmk, texlive-latex-extra; scripts/setup.sh installs them)")?;
+    if !st.success() {
+        bail!("latexmk failed ({st}); see {} and {}", log.display(), out.join("main.log").display());
+    }
+    check_log(&out.join("main.log"))?;
+    Ok(out.join("main.pdf"))
+}
+
+/// Fails on an undefined reference or citation, or a missing file, in a
+/// LaTeX log.
+pub fn check_log(log: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.contains("undefined")
+                && (l.contains("Reference") || l.contains("Citation") || l.contains("control sequence"))
+                || l.contains("File `") && l.contains("not found")
+                || l.starts_with("! ")
+        })
+        .collect();
+    if !bad.is_empty() {
+        bail!("{}: {}", log.display(), bad.join("; "));
+    }
+    Ok(())
+}
+
+/// Digits in hand-written LaTeX outside comments, macro names, labels and
+/// references, citations, file names and lengths: each one a number typed by
+/// hand. Returns `file:line: text` for each offending line.
+pub fn hand_written_digits(paper: &Path) -> Result<Vec<String>> {
+    let mut files = vec![paper.join("main.tex")];
+    let sections = paper.join("sections");
+    if sections.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&sections)
+            .with_context(|| format!("listing {}", sections.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "tex"))
+            .collect();
+        v.sort();
+        files.extend(v);
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let cleaned = strip_allowed(line);
+            if cleaned.chars().any(|c| c.is_ascii_digit()) {
+                out.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `line` without what may hold digits: a comment, the arguments of
+/// referencing and file commands, and LaTeX lengths (`0.5\textwidth`, `2pt`).
+fn strip_allowed(line: &str) -> String {
+    let line = match line.find('%') {
+        Some(i) if !line[..i].ends_with('\\') => &line[..i],
+        _ => line,
+    };
+    let mut s = line.to_string();
+    for cmd in [
+        "\\label",
+        "\\ref",
+        "\\cref",
+        "\\Cref",
+        "\\eqref",
+        "\\cite",
+        "\\citep",
+        "\\citet",
+        "\\input",
+        "\\include",
+        "\\wbtable",
+        "\\wbfigure",
+        "\\includegraphics",
+        "\\usepackage",
+        "\\documentclass",
+        "\\notmeasured",
+    ] {
+        while let Some(at) = s.find(&format!("{cmd}{{")).or_else(|| s.find(&format!("{cmd}["))) {
+            // Drop the command with its optional and mandatory arguments.
+            let mut end = at + cmd.len();
+            let bytes = s.as_bytes();
+            while end < s.len() && (bytes[end] == b'{' || bytes[end] == b'[') {
+                let close = if bytes[end] == b'{' { '}' } else { ']' };
+                end = s[end..].find(close).map_or(s.len(), |j| end + j + 1);
+            }
+            s.replace_range(at..end, " ");
+        }
+    }
+    // Lengths: a number directly followed by a unit or a length command.
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() || (chars[i] == '.' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit())) {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                i += 1;
+            }
+            let rest: String = chars[i..].iter().take(12).collect();
+            let unit =
+                ["pt", "em", "ex", "cm", "mm", "in", "\\textwidth", "\\linewidth", "\\columnwidth", "\\baselineskip"]
+                    .iter()
+                    .any(|u| rest.starts_with(u));
+            if !unit {
+                out.extend(&chars[start..i]);
+            }
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_outside_allowed_places_are_found() {
+        assert_eq!(strip_allowed(r"see Table~\ref{tab:alloc-profile} and \cite{zap2025}").trim(), "see Table~ and");
+        assert!(!strip_allowed(r"\includegraphics[width=0.9\textwidth]{build/figures/heap-growth.pdf}").contains('9'));
+        assert!(!strip_allowed(r"\vspace{2pt} text").chars().any(|c| c.is_ascii_digit()));
+        assert!(strip_allowed(r"ZAP allocates 0 times").contains('0'));
+        assert!(strip_allowed(r"ZAP allocates 0 times % a comment with 3").contains('0'));
+        assert!(!strip_allowed(r"text % a comment with 3").contains('3'));
+        assert!(strip_allowed(r"\zapEncAllocs{} and 64 bytes").contains("64"));
+    }
+}
