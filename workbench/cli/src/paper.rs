@@ -300,6 +300,8 @@ fn strip_allowed(line: &str) -> String {
         "\\usepackage",
         "\\documentclass",
         "\\notmeasured",
+        "\\DeclareUnicodeCharacter",
+        "\\newcommand",
     ] {
         while let Some(at) = s.find(&format!("{cmd}{{")).or_else(|| s.find(&format!("{cmd}["))) {
             // Drop the command with its optional and mandatory arguments.
@@ -312,11 +314,16 @@ fn strip_allowed(line: &str) -> String {
             s.replace_range(at..end, " ");
         }
     }
-    // Lengths: a number directly followed by a unit or a length command.
+    // Lengths: a number directly followed by a unit or a length command;
+    // macro parameters (`#1`).
     let mut out = String::with_capacity(s.len());
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
     while i < chars.len() {
+        if chars[i] == '#' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit()) {
+            i += 2;
+            continue;
+        }
         if chars[i].is_ascii_digit() || (chars[i] == '.' && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit())) {
             let start = i;
             while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
