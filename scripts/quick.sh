@@ -32,3 +32,5 @@ for a in "$@"; do
 done
 target/release/workbench tables --scale "$scale"
 target/release/workbench figures --scale "$scale"
+# The paper: macros and the claims audit from data/, then paper/build/main.pdf.
+target/release/workbench paper

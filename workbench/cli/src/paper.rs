@@ -10,7 +10,7 @@
 //!
 //! # Layout
 //! - [`MACROS`]: the prose numbers, each a cell of a generated table.
-//! - [`write_macros`]: `paper/generated/macros.tex`.
+//! - [`write_macros`] writes `paper/generated/macros.tex`.
 //! - [`build`]: figures → PDF (rsvg-convert), then latexmk → `paper/build/main.pdf`,
 //!   then [`check_log`].
 //! - [`hand_written_digits`]: the test that keeps numbers out of the prose.

@@ -586,7 +586,8 @@ pub fn scale_dir(root: &Path, base: &str, scale: &str) -> PathBuf {
     }
 }
 
-/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}`; the paths written.
+/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
+/// removes those of experiments without a dataset; the paths written.
 pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, Vec<PathBuf>)> {
     let tables = compute(data, scale)?;
     let dir = scale_dir(root, "paper/generated", scale);
@@ -597,6 +598,19 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, V
             let path = dir.join(format!("{}.{ext}", t.name));
             dataset::write_atomic(&path, text.as_bytes())?;
             written.push(path);
+        }
+    }
+    // A table whose dataset is gone must not outlive it: the paper would
+    // print its numbers as if measured.
+    for exp in subjects::experiments::NAMES {
+        if tables.iter().any(|t| t.name == *exp) {
+            continue;
+        }
+        for ext in ["tex", "md"] {
+            let stale = dir.join(format!("{exp}.{ext}"));
+            if stale.exists() {
+                std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
+            }
         }
     }
     Ok((tables, written))

@@ -1,0 +1,74 @@
+"""Reading data/ through its documented layout (see workbench/cli/src/lib.rs).
+
+data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/ holds records.parquet,
+manifest.json and traces/*.dhat.json; run ids sort by time, so the latest run
+is the last name. Generated tables are paper/generated/[full/]<experiment>.md.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import polars as pl
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+
+
+def latest(experiment: str, scale: str = "quick", run: str | None = None) -> pathlib.Path:
+    """The newest finished run of `experiment` at `scale`, or the one named."""
+    base = DATA / experiment
+    if run is not None:
+        return base / run
+    runs = sorted(p for p in base.glob(f"{scale}-*") if (p / "manifest.json").exists())
+    if not runs:
+        raise FileNotFoundError(f"no {scale} run of {experiment} under {base}")
+    return runs[-1]
+
+
+def records(run: pathlib.Path) -> pl.DataFrame:
+    return pl.read_parquet(run / "records.parquet")
+
+
+def manifest(run: pathlib.Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def table(experiment: str, scale: str = "quick") -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the generated Markdown table for `experiment`."""
+    path = ROOT / "paper" / "generated" / ("" if scale == "quick" else scale) / f"{experiment}.md"
+    lines = [l for l in path.read_text().splitlines() if l.startswith("|")]
+    split = lambda l: [c.strip() for c in l.strip("|").split("|")]
+    return split(lines[0]), [split(l) for l in lines[2:]]
+
+
+def cell(experiment: str, row: tuple[str, str], column: str, scale: str = "quick") -> str:
+    """The headline text (before any ` [min, max]`) of one table cell."""
+    header, rows = table(experiment, scale)
+    col = header.index(column)
+    for r in rows:
+        if (r[0], r[1]) == row:
+            return r[col].split(" [")[0].strip()
+    raise KeyError(f"{row} not in {experiment}")
+
+
+def assert_matches(value: float, text: str) -> None:
+    """`value` rounds to the number `text` prints, at the precision printed."""
+    number = text.replace(",", "").split()[0].rstrip("×")
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    shown = float(number)
+    assert math.isclose(round(value, decimals), shown, abs_tol=10 ** -decimals / 2), (value, text)
+    print(f"recomputed {value:.6g}; the generated table prints {text}: equal at its precision")
+
+
+def dhat_sites(trace: pathlib.Path) -> pl.DataFrame:
+    """One row per allocation site of a dhat trace: bytes, blocks, lifetime."""
+    d = json.loads(trace.read_text())
+    return pl.DataFrame(
+        {
+            "bytes": [p["tb"] for p in d["pps"]],
+            "blocks": [p["tbk"] for p in d["pps"]],
+            "lifetime_us": [p.get("tl", 0) for p in d["pps"]],
+        }
+    )
