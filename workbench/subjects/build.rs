@@ -68,4 +68,17 @@ fn main() {
         .out_dir(&out)
         .compile_with_config(config, &[format!("{dir}/vote.proto")], &[dir.to_string()])
         .unwrap_or_else(|e| panic!("protoc failed on {dir}/vote.proto: {e}"));
+
+    // The same schema with `bytes::Bytes` for every bytes field (the
+    // protobuf-bytes row): decoding from a `Bytes` slices it instead of copying.
+    let bytes_out = out.join("pb_bytes");
+    std::fs::create_dir_all(&bytes_out).expect("creating OUT_DIR/pb_bytes");
+    let mut config = prost_build::Config::new();
+    config
+        .protoc_executable(protoc_bin_vendored::protoc_bin_path().expect("vendored protoc"))
+        .bytes(["."])
+        .out_dir(&bytes_out);
+    config
+        .compile_protos(&[format!("{dir}/vote.proto")], &[dir.to_string()])
+        .unwrap_or_else(|e| panic!("protoc (Bytes fields) failed on {dir}/vote.proto: {e}"));
 }

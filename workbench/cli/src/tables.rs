@@ -21,7 +21,8 @@ pub struct Table {
 /// Said in the caption of every table with a row marked `*`.
 pub const IDIOMS: &str = "Rows marked * are the peer's documented fastest idiom: FlatBuffers with the byte fields as \
      fixed arrays in a struct; Cap'n Proto with a reused scratch-space builder and the no-allocation reader; prost \
-     with one message reused both ways (fields overwritten, clear + merge); serde_json deserializing into borrowed \
+     with bytes::Bytes fields decoded from a Bytes buffer (beside it, prost with one message reused both ways, \
+     clear + merge); serde_json deserializing into borrowed \
      &str fields and writing hex through collect_str. Unmarked rows are written as the crates' users commonly write them.";
 
 /// Display name of a codec in tables and figure legends.
@@ -34,7 +35,8 @@ pub fn display_name(codec: &str) -> String {
         "capnp" => "Cap'n Proto".into(),
         "capnp-scratch" => "Cap'n Proto (scratch, no-alloc read)*".into(),
         "protobuf" => "Protobuf (prost)".into(),
-        "protobuf-reuse" => "Protobuf (prost, reused message)*".into(),
+        "protobuf-reuse" => "Protobuf (prost, reused message)".into(),
+        "protobuf-bytes" => "Protobuf (prost, Bytes fields)*".into(),
         "json-rpc-borrowed" => "JSON-RPC (borrowed)*".into(),
         "zap-tcp" => "ZAP (TCP, RPC)".into(),
         "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),

@@ -24,6 +24,11 @@ pub mod vote_capnp {
     include!(concat!(env!("OUT_DIR"), "/vote_capnp.rs"));
 }
 
+/// prost output with `bytes::Bytes` fields.
+pub mod pb_bytes {
+    include!(concat!(env!("OUT_DIR"), "/pb_bytes/bench.rs"));
+}
+
 /// prost output.
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/bench.rs"));

@@ -39,6 +39,7 @@ pub const NAMES: &[&str] = &[
     capnp::CapnpScratch::NAME,
     protobuf::Protobuf::NAME,
     protobuf::ProtobufReuse::NAME,
+    protobuf::ProtobufBytes::NAME,
     json::JsonRpc::NAME,
     json::JsonRpcBorrowed::NAME,
 ];
@@ -59,6 +60,7 @@ pub fn run_with<F: WithCodec>(name: &str, f: F) -> Option<F::Out> {
         capnp::CapnpScratch::NAME => f.run::<capnp::CapnpScratch>(),
         protobuf::Protobuf::NAME => f.run::<protobuf::Protobuf>(),
         protobuf::ProtobufReuse::NAME => f.run::<protobuf::ProtobufReuse>(),
+        protobuf::ProtobufBytes::NAME => f.run::<protobuf::ProtobufBytes>(),
         json::JsonRpc::NAME => f.run::<json::JsonRpc>(),
         json::JsonRpcBorrowed::NAME => f.run::<json::JsonRpcBorrowed>(),
         _ => return None,

@@ -3,9 +3,15 @@
 //! into a reused buffer and decoded into a fresh struct. `protobuf-reuse`:
 //! prost's documented way to keep allocation off the path, one message value
 //! reused both ways: its fields overwritten in place before `encode`, and
-//! `clear` + `merge` to decode into the capacity it already has.
+//! `clear` + `merge` to decode into the capacity it already has (prost still
+//! copies each bytes field through `copy_to_bytes`, one allocation each).
+//! `protobuf-bytes`: prost with `bytes::Bytes` fields, decoded from a
+//! `Bytes` buffer, so that every bytes field is a slice of the frame rather
+//! than a copy. The frame arrives in a reused receive buffer (`BytesMut`,
+//! as a network read would fill it) and the outgoing fields are slices of a
+//! reused staging buffer; both reclaim their memory once the message drops.
 
-use super::generated::pb;
+use super::generated::{pb, pb_bytes};
 use super::{Codec, Side};
 use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
@@ -102,6 +108,66 @@ impl Codec for ProtobufReuse {
         self.inbox.clear();
         self.inbox.merge(bytes)?;
         ensure!(same(&self.inbox, e), "decoded vote differs from the one encoded");
+        Ok(())
+    }
+}
+
+pub struct ProtobufBytes {
+    buf: Vec<u8>,
+    /// Outgoing field bytes, sliced into the message's `Bytes` fields.
+    staging: bytes::BytesMut,
+    /// Incoming frames, frozen into the `Bytes` that prost decodes from.
+    rx: bytes::BytesMut,
+}
+
+impl Codec for ProtobufBytes {
+    const NAME: &'static str = "protobuf-bytes";
+
+    fn new() -> Self {
+        ProtobufBytes { buf: Vec::new(), staging: bytes::BytesMut::new(), rx: bytes::BytesMut::new() }
+    }
+
+    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+        // NOTE: `reserve` reclaims the staging buffer in place when no slice
+        // of it is alive (the previous message was dropped below).
+        self.staging.reserve(128 + v.payload.len());
+        self.staging.extend_from_slice(&v.block_hash);
+        let block_hash = self.staging.split().freeze();
+        self.staging.extend_from_slice(&v.voter_id);
+        let voter_id = self.staging.split().freeze();
+        self.staging.extend_from_slice(&v.signature);
+        let signature = self.staging.split().freeze();
+        self.staging.extend_from_slice(&v.payload);
+        let payload = self.staging.split().freeze();
+        let m = pb_bytes::Vote {
+            round: v.round,
+            block_hash,
+            voter_id,
+            signature,
+            timestamp: v.timestamp,
+            vote_type: u32::from(v.vote_type),
+            payload,
+        };
+        self.buf.clear();
+        m.encode(&mut self.buf)?;
+        Ok(&self.buf)
+    }
+
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+        self.rx.reserve(bytes.len());
+        self.rx.extend_from_slice(bytes);
+        let frame = self.rx.split().freeze();
+        let m = pb_bytes::Vote::decode(frame)?;
+        ensure!(
+            m.round == e.round
+                && m.block_hash[..] == e.block_hash
+                && m.voter_id[..] == e.voter_id
+                && m.signature[..] == e.signature
+                && m.timestamp == e.timestamp
+                && m.vote_type == u32::from(e.vote_type)
+                && same_bytes(&m.payload, &e.payload),
+            "decoded vote differs from the one encoded"
+        );
         Ok(())
     }
 }
