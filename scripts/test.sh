@@ -20,6 +20,8 @@ step "probe tests, dhat build"
 cargo test --release -p probe --features dhat
 step "probe tests, jemalloc build"
 cargo test --release -p probe --features jemalloc
+step "probe tests, jemalloc build without statistics"
+cargo test --release -p probe --features jemalloc-plain
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
 # reference. Generated files that differ from the committed ones mean the

@@ -155,7 +155,7 @@ fn main() -> Result<()> {
             for (path, spec) in &chosen {
                 let out = runner::run_spec(&opts, path, spec, &mut bins, &multi)
                     .with_context(|| format!("running {} (rerun the same command to resume)", path.display()))?;
-                done.push((spec.experiment.clone(), out));
+                done.push((spec.dataset().to_string(), out));
             }
             println!("\nSummary ({scale} scale)");
             println!("{:<16} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
@@ -191,7 +191,8 @@ fn main() -> Result<()> {
                     s.description
                 );
             }
-            for exp in subjects::experiments::NAMES {
+            for (_, s) in spec::load_dir(&root.join("experiments"))? {
+                let exp = s.dataset();
                 for scale in ["quick", "full"] {
                     if let Some(d) = workbench::dataset::latest_run(&data, exp, scale)? {
                         println!("latest {scale} run of {exp}: {}", d.display());

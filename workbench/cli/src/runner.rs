@@ -85,7 +85,7 @@ const MEASURED: &[&str] = &["workbench/zap", "workbench/probe", "workbench/subje
 pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
     let objects: Vec<String> = MEASURED.iter().map(|p| manifest::git_object(&opts.root, p)).collect();
     let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, objects.join(",")).as_bytes());
-    Ok(opts.data.join(&spec.experiment).join(format!(".tmp-{}-{key:016x}", opts.scale)))
+    Ok(opts.data.join(spec.dataset()).join(format!(".tmp-{}-{key:016x}", opts.scale)))
 }
 
 /// Subject binaries built so far in this process, by variant.
@@ -163,7 +163,7 @@ pub fn run_spec(
     let (rev, dirty) = manifest::git_state(&opts.root);
     crate::provenance::check_clean(&opts.root, opts.allow_dirty)?;
     let (load_before, ticks_before) = (crate::provenance::load_average(), crate::provenance::cpu_ticks());
-    let exp_dir = opts.data.join(&spec.experiment);
+    let exp_dir = opts.data.join(spec.dataset());
     let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
@@ -179,7 +179,7 @@ pub fn run_spec(
             .expect("static template")
             .progress_chars("=> "),
     );
-    overall.set_prefix(spec.experiment.clone());
+    overall.set_prefix(spec.dataset().to_string());
     let mut resumed = 0;
     for p in &cells {
         let out = staging.join("cells").join(format!("{}.jsonl", p.id));
@@ -189,7 +189,7 @@ pub fn run_spec(
             continue;
         }
         if resumed > 0 && overall.position() as usize == resumed {
-            say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.experiment, cells.len()));
+            say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.dataset(), cells.len()));
         }
         let bin = bins.get(&opts.root, &p.variant, multi)?;
         check_revision(&bin, &rev)?;
@@ -206,7 +206,7 @@ pub fn run_spec(
         if multi.is_hidden() {
             eprintln!(
                 "{}: cell {} done: {} records in {:.1} s",
-                spec.experiment,
+                spec.dataset(),
                 p.id,
                 records.len(),
                 t.elapsed().as_secs_f64()
@@ -244,7 +244,8 @@ pub fn run_spec(
     let secs = manifest::now_secs();
     let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
     let m = Manifest {
-        experiment: spec.experiment.clone(),
+        // The dataset's name: two studies of one subject experiment stay apart.
+        experiment: spec.dataset().to_string(),
         run_id: run_id.clone(),
         scale: opts.scale.clone(),
         git_revision: rev,

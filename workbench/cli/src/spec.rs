@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 pub struct Spec {
     /// Experiment name; must be one the subjects know.
     pub experiment: String,
+    /// The dataset's name (`data/<name>/`, its table), when one subject
+    /// experiment serves two studies; the experiment's name otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     #[serde(default)]
     pub description: String,
     /// Codecs to run, by registered name (transport stacks, for transport experiments).
@@ -51,7 +55,7 @@ fn one() -> u32 {
 }
 
 /// The variants a subject can be built in.
-pub const VARIANTS: &[&str] = &["dhat", "jemalloc", "system"];
+pub const VARIANTS: &[&str] = &["dhat", "jemalloc", "jemalloc-plain", "system"];
 
 /// A spec that failed to load, naming the file and what is wrong in it.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +69,11 @@ pub enum SpecError {
 }
 
 impl Spec {
+    /// The dataset's name: `name`, or the experiment's.
+    pub fn dataset(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.experiment)
+    }
+
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;

@@ -16,6 +16,7 @@ pub fn features(variant: &str) -> &'static [&'static str] {
     match variant {
         "dhat" => &["dhat"],
         "jemalloc" => &["jemalloc"],
+        "jemalloc-plain" => &["jemalloc-plain"],
         _ => &[],
     }
 }
@@ -25,6 +26,7 @@ pub fn allocator(variant: &str) -> &'static str {
     match variant {
         "dhat" => "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
         "jemalloc" => "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
+        "jemalloc-plain" => "tikv-jemallocator 0.7 (jemalloc 5, stats compiled out)",
         _ => "system (glibc malloc)",
     }
 }

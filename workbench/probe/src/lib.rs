@@ -30,14 +30,18 @@
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
 
-#[cfg(all(feature = "dhat", feature = "jemalloc"))]
-compile_error!("features `dhat` and `jemalloc` both install a global allocator; enable one");
+#[cfg(any(
+    all(feature = "dhat", feature = "jemalloc"),
+    all(feature = "dhat", feature = "jemalloc-plain"),
+    all(feature = "jemalloc", feature = "jemalloc-plain")
+))]
+compile_error!("features `dhat`, `jemalloc` and `jemalloc-plain` each install a global allocator; enable one");
 
 #[cfg(feature = "dhat")]
 #[global_allocator]
 static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 
-#[cfg(feature = "jemalloc")]
+#[cfg(any(feature = "jemalloc", feature = "jemalloc-plain"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -56,6 +60,9 @@ use std::path::Path;
 pub enum Variant {
     Dhat,
     Jemalloc,
+    /// jemalloc without statistics: measures nothing beyond RSS, and is
+    /// timed against the stats build to price the statistics.
+    JemallocPlain,
     System,
 }
 
@@ -64,6 +71,7 @@ impl Variant {
         match self {
             Variant::Dhat => "dhat",
             Variant::Jemalloc => "jemalloc",
+            Variant::JemallocPlain => "jemalloc-plain",
             Variant::System => "system",
         }
     }
@@ -73,7 +81,9 @@ impl Variant {
 pub const VARIANT: Variant = Variant::Dhat;
 #[cfg(feature = "jemalloc")]
 pub const VARIANT: Variant = Variant::Jemalloc;
-#[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+#[cfg(feature = "jemalloc-plain")]
+pub const VARIANT: Variant = Variant::JemallocPlain;
+#[cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain")))]
 pub const VARIANT: Variant = Variant::System;
 
 /// Cumulative counters, cheap to read and allocation-free. Subtract two to

@@ -1,5 +1,5 @@
 //! The system build reports RSS and nothing it cannot know.
-#![cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+#![cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain")))]
 
 #[test]
 fn system_variant_reports_rss_only() {
