@@ -429,20 +429,7 @@ pub fn batch_medians(v: &[f64], k: usize) -> Vec<f64> {
 /// The runs to compare: two paths, or an experiment name (its latest two
 /// runs at `scale`), or one path (against the run before it).
 pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
-    let runs_of = |exp: &str| -> Result<Vec<std::path::PathBuf>> {
-        let dir = data.join(exp);
-        let prefix = format!("{scale}-");
-        let mut v: Vec<_> = std::fs::read_dir(&dir)
-            .with_context(|| format!("listing {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.join("manifest.json").exists()
-                    && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
-            })
-            .collect();
-        v.sort();
-        Ok(v)
-    };
+    let runs_of = |exp: &str| crate::dataset::runs(data, exp, scale);
     match args {
         [a, b] => Ok((a.into(), b.into())),
         [one] if Path::new(one).join("manifest.json").exists() => {

@@ -193,12 +193,12 @@ pub fn load_run(dir: &Path) -> Result<Run> {
     Ok(Run { dir: dir.into(), manifest, records })
 }
 
-/// The newest finished run of `experiment` at `scale` under `data`, if any.
-/// Run ids sort by time, so the newest is the last name.
-pub fn latest_run(data: &Path, experiment: &str, scale: &str) -> Result<Option<PathBuf>> {
+/// The finished runs of `experiment` at `scale` under `data`, oldest first
+/// (run ids sort by time); none if the experiment has no directory.
+pub fn runs(data: &Path, experiment: &str, scale: &str) -> Result<Vec<PathBuf>> {
     let dir = data.join(experiment);
     if !dir.exists() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let prefix = format!("{scale}-");
     let mut runs: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -208,7 +208,12 @@ pub fn latest_run(data: &Path, experiment: &str, scale: &str) -> Result<Option<P
         .map(|e| e.path())
         .collect();
     runs.sort();
-    Ok(runs.pop())
+    Ok(runs)
+}
+
+/// The newest finished run of `experiment` at `scale` under `data`, if any.
+pub fn latest_run(data: &Path, experiment: &str, scale: &str) -> Result<Option<PathBuf>> {
+    Ok(runs(data, experiment, scale)?.pop())
 }
 
 /// Replaces `to` by `from` in one rename, so readers see a whole run or none.
