@@ -19,6 +19,16 @@ pub const EPOCH: u64 = 1_767_225_600;
 pub const WINDOW: u64 = 30 * 86_400;
 pub const CATEGORIES: [&str; 4] = ["ads", "web", "api", "iot"];
 
+/// The three workload queries of the paper's PGO profile.
+pub const QUERIES: [(&str, &str); 3] = [
+    (
+        "group-by-category",
+        "SELECT category, count(), avg(value), sum(value), max(value), quantile(0.9)(value) FROM t GROUP BY category",
+    ),
+    ("top-20-users", "SELECT user_id, sum(value) AS s FROM t GROUP BY user_id ORDER BY s DESC LIMIT 20"),
+    ("filtered-count", "SELECT count() FROM t WHERE value > 0.5 AND category = 'api'"),
+];
+
 pub const CREATE: &str = "CREATE TABLE t (id UInt64, user_id UInt32, ts DateTime, value Float64, \
                           category LowCardinality(String)) ORDER BY (category, ts)";
 
@@ -156,4 +166,42 @@ mod tests {
         assert!(v.iter().all(|&x| (0.0..=(u32::MAX as f64 / 4e6)).contains(&x)));
         assert_eq!(b.columns[4].str_at(6), Some("api"));
     }
+}
+
+/// Creates table `t` in `db` and inserts `rows` rows of the workload for
+/// `seed`, `batch` rows an insert, merging in the background (and into one
+/// part when `optimize`); `progress(rows so far, parts)` after each insert.
+pub fn load(
+    db: &crate::Db,
+    rows: u64,
+    seed: u64,
+    batch: u64,
+    optimize: bool,
+    mut progress: impl FnMut(u64, usize),
+) -> Result<Arc<crate::Table>> {
+    if batch == 0 {
+        return Err(Error::Table { table: "t".into(), what: "load: the batch size must be at least 1".into() });
+    }
+    if db.table_names()?.iter().any(|n| n == "t") {
+        return Err(Error::Table {
+            table: "t".into(),
+            what: "already exists; load into an empty data directory".into(),
+        });
+    }
+    db.execute(CREATE)?;
+    let t = db.table("t")?;
+    let merger = crate::table::Merger::start(t.clone(), 4);
+    let mut from = 0;
+    while from < rows {
+        let to = (from + batch).min(rows);
+        t.insert(&self::batch(seed, from, to))?;
+        merger.poke();
+        from = to;
+        progress(from, t.snapshot().len());
+    }
+    merger.stop()?;
+    if optimize {
+        t.optimize()?;
+    }
+    Ok(t)
 }

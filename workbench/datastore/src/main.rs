@@ -75,16 +75,6 @@ enum Cmd {
     },
 }
 
-/// The three workload queries of the paper's PGO profile.
-pub const QUERIES: [(&str, &str); 3] = [
-    (
-        "group-by-category",
-        "SELECT category, count(), avg(value), sum(value), max(value), quantile(0.9)(value) FROM t GROUP BY category",
-    ),
-    ("top-20-users", "SELECT user_id, sum(value) AS s FROM t GROUP BY user_id ORDER BY s DESC LIMIT 20"),
-    ("filtered-count", "SELECT count() FROM t WHERE value > 0.5 AND category = 'api'"),
-];
-
 fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Load { data, rows, seed, batch, parquet, no_optimize } => {
@@ -112,7 +102,7 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Queries => {
-            for (name, sql) in QUERIES {
+            for (name, sql) in gen::QUERIES {
                 println!("{name}\t{sql}");
             }
         }
@@ -124,29 +114,11 @@ fn main() -> Result<()> {
 }
 
 fn load(data: &Path, rows: u64, seed: u64, batch: u64, optimize: bool) -> Result<f64> {
-    if batch == 0 {
-        bail!("--batch must be at least 1");
-    }
     let db = Db::open(data)?;
-    if db.table_names()?.contains(&"t".to_string()) {
-        bail!("{} already holds table t; choose an empty --data directory", data.display());
-    }
-    db.execute(gen::CREATE)?;
-    let t = db.table("t")?;
-    let merger = datastore::table::Merger::start(t.clone(), 4);
     let t0 = Instant::now();
-    let mut from = 0;
-    while from < rows {
-        let to = (from + batch).min(rows);
-        t.insert(&gen::batch(seed, from, to))?;
-        merger.poke();
-        from = to;
-        eprintln!("progress {from} {rows} ({} parts)", t.snapshot().len());
-    }
-    merger.stop()?;
-    if optimize {
-        t.optimize()?;
-    }
+    let t =
+        gen::load(&db, rows, seed, batch, optimize, |from, parts| eprintln!("progress {from} {rows} ({parts} parts)"))
+            .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
     let secs = t0.elapsed().as_secs_f64();
     let parts = t.snapshot();
     eprintln!(
@@ -340,9 +312,9 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
     let table_rows: u64 = t.snapshot().iter().map(|p| p.meta.rows).sum();
     let disk = disk_bytes(&t.dir)?;
     let (rss_open, _) = rss();
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); QUERIES.len()];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); gen::QUERIES.len()];
     for round in 0..=runs {
-        for (i, (_, sql)) in QUERIES.iter().enumerate() {
+        for (i, (_, sql)) in gen::QUERIES.iter().enumerate() {
             let t0 = Instant::now();
             let r = db.query(sql)?;
             let secs = t0.elapsed().as_secs_f64();
@@ -360,7 +332,7 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
     }
     println!("{runs} timed runs per query after one warm-up, interleaved:");
     let mut records = Vec::new();
-    for (i, (name, sql)) in QUERIES.iter().enumerate() {
+    for (i, (name, sql)) in gen::QUERIES.iter().enumerate() {
         let mut v = times[i].clone();
         v.sort_by(f64::total_cmp);
         let med = v[v.len() / 2];

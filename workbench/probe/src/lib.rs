@@ -21,7 +21,7 @@
 //! allocator hands memory back to the OS.
 //!
 //! # Layout
-//! - [`Variant`], [`VARIANT`]: which build this is.
+//! - [`Variant`], [`VARIANT`]: which build this is; [`GIT_REVISION`]: which commit.
 //! - [`Probe`]: starts the profiler (dhat writes its trace file on drop).
 //! - [`Counters`]: the cheap, allocation-free per-operation counters.
 //! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
@@ -76,6 +76,11 @@ impl Variant {
         }
     }
 }
+
+/// The commit this binary was built from (stamped by `build.rs`), so that a
+/// run can refuse a measured process built from another commit than the one
+/// its manifest names.
+pub const GIT_REVISION: &str = env!("WORKBENCH_GIT_REVISION");
 
 #[cfg(feature = "dhat")]
 pub const VARIANT: Variant = Variant::Dhat;

@@ -1,4 +1,5 @@
-//! Resident set size from `/proc/self/status`, read without allocating.
+//! Resident set size from `/proc/<pid>/status`, read without allocating
+//! (for this process).
 
 use std::io::Read;
 
@@ -14,8 +15,17 @@ pub struct Rss {
 /// Reads VmRSS and VmHWM; `None` off Linux or when the file is unreadable.
 /// PERF: a stack buffer, so sampling RSS does not disturb the heap it samples.
 pub fn read() -> Option<Rss> {
+    read_from("/proc/self/status")
+}
+
+/// The same for another process (a server a load driver spawned).
+pub fn read_pid(pid: u32) -> Option<Rss> {
+    read_from(&format!("/proc/{pid}/status"))
+}
+
+fn read_from(path: &str) -> Option<Rss> {
     let mut buf = [0u8; 4096];
-    let mut f = std::fs::File::open("/proc/self/status").ok()?;
+    let mut f = std::fs::File::open(path).ok()?;
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..]) {

@@ -30,6 +30,7 @@
 //! - [`handler`]: what each method does against the engine.
 //! - [`pool`]: the worker threads and their bounded queue.
 //! - [`shutdown`]: the signal idle connections wait on.
+//! - [`experiments`]: the measured runs the workbench drives (one file each).
 //! - [`chain`]: the dependent-chain workload (pipelined and request-response).
 //! - [`client`]: the pipelined client (`call` returns a promise; chains need no waiting).
 //! - [`proxy`]: a delay proxy that holds every byte for a fixed one-way delay and counts flights.
@@ -37,6 +38,7 @@
 pub mod chain;
 pub mod client;
 pub mod connection;
+pub mod experiments;
 pub mod handler;
 pub mod limits;
 pub mod listener;

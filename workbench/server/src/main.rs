@@ -1,16 +1,15 @@
 //! `datastore-server`: serve a data directory over ZAP; a client, a delay
-//! proxy, and the load drivers of the connection and chain benchmarks.
+//! proxy, and the cells of the server's experiments (run by the workbench).
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use server::client::Client;
+use server::experiments;
 use server::limits::{self, Config};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-
-mod bench;
 
 #[derive(Parser)]
 #[command(name = "datastore-server", about = "The datastore over ZAP: serve, client, proxy, benchmarks")]
@@ -71,27 +70,16 @@ enum Cmd {
         #[arg(long)]
         connections: usize,
     },
-    /// Server RSS and live heap against idle connections (server in a child process).
-    Connbench {
-        #[arg(long)]
-        data: PathBuf,
-        #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
-        steps: Vec<usize>,
-        /// The server binary to measure (default: this one; e.g. a dhat or jemalloc build).
-        #[arg(long)]
-        server_bin: Option<PathBuf>,
+    /// Run one cell of a server experiment (the workbench's protocol):
+    /// JSON-lines records on stdout, `progress DONE TOTAL` on stderr.
+    Cell {
+        /// The cell as JSON (`experiment`, `params`, `seed`, `work_dir`, `trace`).
+        json: String,
     },
-    /// Dependent chains through the delay proxy: pipelined against request-response.
-    Chainbench {
-        #[arg(long)]
-        data: PathBuf,
-        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
-        depths: Vec<usize>,
-        #[arg(long, value_delimiter = ',', default_value = "0,0.25")]
-        delay_ms: Vec<f64>,
-        #[arg(long, default_value_t = 20)]
-        runs: usize,
-    },
+    /// The git revision this binary was built from.
+    Revision,
+    /// The allocator variant of this build.
+    Variant,
 }
 
 fn main() -> Result<()> {
@@ -153,14 +141,22 @@ fn main() -> Result<()> {
         Cmd::Proxy { listen, upstream, delay_ms, report_s } => proxy(&listen, upstream, delay_ms, report_s)?,
         Cmd::Hold { server, connections } => {
             limits::raise_fd_limit();
-            let held = bench::hold(&server, connections)?;
+            let addr: SocketAddr = server.parse().with_context(|| format!("server address {server:?}"))?;
+            let held = (0..connections)
+                .map(|i| experiments::ping_once(addr).with_context(|| format!("connection {} of {connections}", i + 1)))
+                .collect::<Result<Vec<_>>>()?;
             println!("held {}", held.len());
             std::io::stdout().flush()?;
             // Hold until whoever started us closes our stdin.
             for _ in std::io::stdin().lock().lines() {}
         }
-        Cmd::Connbench { data, steps, server_bin } => bench::connections(&data, &steps, server_bin.as_deref())?,
-        Cmd::Chainbench { data, depths, delay_ms, runs } => bench::chains(&data, &depths, &delay_ms, runs)?,
+        Cmd::Cell { json } => {
+            let cell: experiments::Cell = serde_json::from_str(&json).context("parsing the cell JSON")?;
+            let mut out = experiments::Records::new(Box::new(std::io::stdout()));
+            experiments::run(&cell, &mut out).with_context(|| format!("cell {}", cell.experiment))?;
+        }
+        Cmd::Revision => println!("{}", probe::GIT_REVISION),
+        Cmd::Variant => println!("{}", probe::VARIANT.name()),
     }
     Ok(())
 }
@@ -242,24 +238,4 @@ fn print_rows(
         }
     }
     Ok(())
-}
-
-/// Starts `bin serve --data DIR --listen 127.0.0.1:0` and reads the bound address.
-pub fn spawn_server(bin: &Path, data: &Path, extra: &[&str]) -> Result<(std::process::Child, SocketAddr)> {
-    let mut child = std::process::Command::new(bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let out = child.stdout.take().context("server stdout")?;
-    let mut line = String::new();
-    std::io::BufReader::new(out).read_line(&mut line)?;
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .with_context(|| format!("server printed {line:?}, not its address"))?
-        .parse()?;
-    Ok((child, addr))
 }

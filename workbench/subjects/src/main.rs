@@ -13,7 +13,7 @@ fn main() -> Result<()> {
             return Ok(());
         }
         (Some("--revision"), None) => {
-            println!("{}", env!("WORKBENCH_GIT_REVISION"));
+            println!("{}", probe::GIT_REVISION);
             return Ok(());
         }
         _ => bail!("usage: subject --cell '<json>' | subject --variant | subject --revision"),

@@ -1,0 +1,244 @@
+//! The server's measured runs, one file each, driven by the workbench:
+//! `datastore-server cell '<json>'` runs one [`Cell`] and prints its records
+//! as JSON lines on stdout (and `progress DONE TOTAL` on stderr).
+//!
+//! The process that runs a cell is the load driver; the measured server is
+//! a child process of the same build (same allocator variant), so the
+//! driver's own allocations and sockets never enter the server's figures,
+//! and each side has its own open-files limit (10,000 connections need
+//! 10,000 descriptors on each side of the loopback).
+//!
+//! Adding an experiment: copy one file (a `pub const EXPERIMENT` and its
+//! `run`), then list it in [`EXPERIMENTS`].
+//!
+//! # Layout
+//! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
+//!   spec's per-scale settings, naming the key at fault.
+//! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry.
+//! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
+//! - [`Records`]: the JSON-lines sink.
+
+use crate::client::Client;
+use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub mod connection_scaling;
+pub mod pipeline_depth;
+pub mod throughput;
+
+/// One cell: an experiment, its settings at the chosen scale, a scratch
+/// directory for its data, and where the dhat build writes its trace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    pub experiment: String,
+    /// The spec's `[quick.params]` / `[full.params]` table.
+    #[serde(default)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub seed: u64,
+    pub work_dir: PathBuf,
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+}
+
+impl Cell {
+    /// The setting `key`, or `default` when the spec leaves it out.
+    pub fn param<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => serde_json::from_value(v.clone())
+                .with_context(|| format!("{}: params.{key} = {v}: wrong type", self.experiment)),
+        }
+    }
+}
+
+/// A named experiment and the function that runs one cell of it.
+pub struct Experiment {
+    pub name: &'static str,
+    pub run: fn(&Cell, &mut Records) -> Result<()>,
+}
+
+/// Every experiment the server runs (the workbench checks spec names against these).
+pub const EXPERIMENTS: &[Experiment] =
+    &[connection_scaling::EXPERIMENT, pipeline_depth::EXPERIMENT, throughput::EXPERIMENT];
+
+/// The experiments' names, for validating specs.
+pub const NAMES: &[&str] = &["connection-scaling", "pipeline-depth", "throughput"];
+
+/// Runs `cell`, writing its records to `out`.
+pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
+    let Some(e) = EXPERIMENTS.iter().find(|e| e.name == cell.experiment) else {
+        bail!("unknown server experiment {:?}; known: {NAMES:?}", cell.experiment);
+    };
+    std::fs::create_dir_all(&cell.work_dir).with_context(|| format!("creating {}", cell.work_dir.display()))?;
+    (e.run)(cell, out)
+}
+
+/// The JSON-lines sink: one object per line, flushed at once so that a
+/// crash loses no record already measured.
+pub struct Records {
+    out: Box<dyn Write>,
+    pub count: usize,
+}
+
+impl Records {
+    pub fn new(out: Box<dyn Write>) -> Records {
+        Records { out, count: 0 }
+    }
+
+    pub fn emit(&mut self, record: serde_json::Value) -> Result<()> {
+        if !record.is_object() {
+            bail!("a record must be a JSON object, not {record}");
+        }
+        writeln!(self.out, "{record}")?;
+        self.out.flush()?;
+        self.count += 1;
+        Ok(())
+    }
+}
+
+/// `progress DONE TOTAL` on stderr: the workbench draws it as a bar.
+pub fn progress(done: usize, total: usize) {
+    eprintln!("progress {done} {total}");
+}
+
+/// The measured server: this binary's `serve`, in a child process.
+pub struct ServerChild {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+}
+
+impl ServerChild {
+    /// Starts `serve --listen 127.0.0.1:0 --data DATA [--trace T] EXTRA…`
+    /// and reads the bound address from its first line.
+    pub fn spawn(data: &Path, trace: Option<&Path>, extra: &[&str]) -> Result<ServerChild> {
+        let bin = std::env::current_exe().context("locating this executable")?;
+        ServerChild::spawn_bin(&bin, data, trace, extra)
+    }
+
+    pub fn spawn_bin(bin: &Path, data: &Path, trace: Option<&Path>, extra: &[&str]) -> Result<ServerChild> {
+        let mut cmd = Command::new(bin);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data"]).arg(data).args(extra);
+        if let Some(t) = trace {
+            cmd.arg("--trace").arg(t);
+        }
+        let mut child =
+            cmd.stdout(Stdio::piped()).spawn().with_context(|| format!("starting {} serve", bin.display()))?;
+        let out = child.stdout.take().context("server stdout")?;
+        let mut line = String::new();
+        std::io::BufReader::new(out).read_line(&mut line)?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .with_context(|| format!("{} serve printed {line:?}, not its address", bin.display()))?
+            .parse()?;
+        Ok(ServerChild { child: Some(child), addr })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The server's VmRSS and VmHWM now.
+    pub fn rss(&self) -> Option<probe::rss::Rss> {
+        probe::rss::read_pid(self.pid())
+    }
+
+    /// The server's soft open-files limit (it raises its own to the hard limit).
+    pub fn open_files_limit(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.pid())).ok()?;
+        let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+        line.split_whitespace().nth(3)?.parse().ok()
+    }
+
+    /// The server's own view of its memory (`stats`), as JSON.
+    pub fn stats(&self, c: &mut Client) -> Result<serde_json::Value> {
+        let p = c.stats()?;
+        let text = c.wait_text(p)?;
+        c.finish(p)?;
+        Ok(serde_json::from_str(&text)?)
+    }
+
+    /// SIGTERM, then waits: a dhat build writes its trace on the way out.
+    pub fn stop(mut self) -> Result<()> {
+        let Some(mut child) = self.child.take() else { return Ok(()) };
+        // SAFETY: kill only signals the child this value started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = child.wait()?;
+        if !status.success() {
+            bail!("the server exited with {status}");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A fresh connection that has made one `ping` (answered and released).
+pub fn ping_once(addr: SocketAddr) -> Result<Client> {
+    let mut c = Client::connect(addr)?;
+    let p = c.ping()?;
+    c.wait(p)?;
+    c.finish(p)?;
+    c.flush()?;
+    Ok(c)
+}
+
+/// The median of `v` (sorted in place); `NaN` when empty.
+pub fn median(v: &mut [f64]) -> f64 {
+    percentile(v, 50.0)
+}
+
+/// The nearest-rank percentile of `v` (sorted in place); `NaN` when empty.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_match() {
+        let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        assert_eq!(names, NAMES);
+    }
+
+    #[test]
+    fn param_errors_name_the_key() {
+        let cell: Cell = serde_json::from_str(
+            r#"{"experiment":"throughput","params":{"rows":"many"},"seed":1,"work_dir":"/tmp/x"}"#,
+        )
+        .unwrap();
+        let e = cell.param::<u64>("rows", 5).unwrap_err().to_string();
+        assert!(e.contains("params.rows"), "{e}");
+        assert_eq!(cell.param::<u64>("missing", 5).unwrap(), 5);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(percentile(&mut v, 50.0), 50.0);
+        assert_eq!(percentile(&mut v, 99.0), 99.0);
+        assert_eq!(percentile(&mut v, 100.0), 100.0);
+        assert_eq!(median(&mut [3.0]), 3.0);
+        assert!(median(&mut []).is_nan());
+    }
+}

@@ -1,0 +1,67 @@
+//! Dependent chains through the delay proxy, pipelined against
+//! request-response: each step asks for the key after the previous answer,
+//! so a chain of depth d ends at d (checked on every run).
+//!
+//! Params: `depths`, `rtt_us` (round-trip delays the proxy adds; 0 = the
+//! proxy's own forwarding only), `runs` per (delay, depth, mode),
+//! interleaved pipelined / request-response.
+//! Records: one per run (`mode`, `ms`, `flights`: client→server flights
+//! the proxy saw), and per (delay, depth) one `mode = "ratio"` record with
+//! `speedup` = median request-response ÷ median pipelined of this run.
+
+use super::{median, progress, Cell, Experiment, Records, ServerChild};
+use crate::chain;
+use crate::client::{Client, ClientError};
+use anyhow::{bail, Result};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+pub const EXPERIMENT: Experiment = Experiment { name: "pipeline-depth", run };
+
+type Chain = fn(&mut Client, usize) -> Result<u64, ClientError>;
+
+fn run(cell: &Cell, out: &mut Records) -> Result<()> {
+    let depths: Vec<usize> = cell.param("depths", vec![1, 2, 4, 8, 16, 32, 64])?;
+    let rtts: Vec<u64> = cell.param("rtt_us", vec![0, 500])?;
+    let runs: usize = cell.param("runs", 20)?;
+    if runs == 0 || depths.contains(&0) {
+        bail!("{}: params.runs and every params.depths entry must be at least 1", cell.experiment);
+    }
+    let server = ServerChild::spawn(&cell.work_dir.join("db"), cell.trace.as_deref(), &[])?;
+    chain::ensure_table(&mut Client::connect(server.addr)?)?;
+    let total = rtts.len() * depths.len();
+    let mut done = 0;
+    for &rtt in &rtts {
+        let proxy = crate::proxy::start("127.0.0.1:0", server.addr, Duration::from_nanos(rtt * 500))?;
+        let mut c = Client::connect(proxy.addr)?;
+        for &depth in &depths {
+            let (mut tp, mut tr) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+            // NOTE: no flush between chains: the previous chain's queued
+            // finishes leave with this chain's calls, in the same flight.
+            for r in 0..runs {
+                for (mode, f, times) in [
+                    ("pipelined", chain::pipelined as Chain, &mut tp),
+                    ("request-response", chain::request_response as Chain, &mut tr),
+                ] {
+                    let f0 = proxy.stats.flights();
+                    let t0 = Instant::now();
+                    let v = f(&mut c, depth)?;
+                    let ms = t0.elapsed().as_secs_f64() * 1e3;
+                    if v != depth as u64 {
+                        bail!("{mode} chain of depth {depth} ended at {v}");
+                    }
+                    times.push(ms);
+                    out.emit(json!({
+                        "mode": mode, "depth": depth, "rtt_us": rtt, "run": r, "ms": ms,
+                        "flights": proxy.stats.flights() - f0,
+                    }))?;
+                }
+            }
+            let (p, q) = (median(&mut tp), median(&mut tr));
+            out.emit(json!({"mode": "ratio", "depth": depth, "rtt_us": rtt, "runs": runs, "speedup": q / p}))?;
+            done += 1;
+            progress(done, total);
+        }
+    }
+    server.stop()
+}
