@@ -26,7 +26,7 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(117, 112, 179),
 ];
 
-fn register_font() -> Result<()> {
+pub(crate) fn register_font() -> Result<()> {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {
@@ -82,7 +82,8 @@ pub struct Chart<'a> {
     pub y_desc: &'a str,
     pub x_log: bool,
     pub x_range: (f64, f64),
-    /// Log scale from `FLOOR`, values below drawn on the floor and labelled 0.
+    /// Log scale from `y_range.0`, values below drawn on that floor (heap
+    /// charts start it at `FLOOR` and label it 0).
     pub y_log_floor: bool,
     pub y_range: (f64, f64),
     pub x_fmt: &'a dyn Fn(&f64) -> String,
@@ -141,21 +142,23 @@ where
     }
     match (c.x_log, c.y_log_floor) {
         (false, true) => {
-            body!(builder.build_cartesian_2d(x0..x1, (FLOOR..y1).log_scale()), |&(x, y): &(f64, f64)| (x, y.max(FLOOR)))
+            body!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()), |&(x, y): &(f64, f64)| (x, y.max(y0)))
         }
         (true, false) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1), |&p: &(f64, f64)| p),
         (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1), |&p: &(f64, f64)| p),
-        (true, true) => body!(
-            builder.build_cartesian_2d((x0..x1).log_scale(), (FLOOR..y1).log_scale()),
-            |&(x, y): &(f64, f64)| (x, y.max(FLOOR))
-        ),
+        (true, true) => {
+            body!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()), |&(x, y): &(f64, f64)| (
+                x,
+                y.max(y0)
+            ))
+        }
     }
     area.present().map_err(err)?;
     Ok(())
 }
 
 /// Draws `name.svg` (900×560) and `name.png` (twice the size) in `dir`.
-fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
     draw_lines(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), lines, chart, 1.0)?;
     let png = dir.join(format!("{name}.png"));
@@ -190,7 +193,7 @@ fn write_pair(
 /// Heap growth as two panels from the same run: the volume allocated
 /// (log–log, so a constant cost per message is a straight line of slope 1,
 /// not a saturating curve) and the live heap (what a leak would grow).
-fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
+pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
     let floor_label = |mut lines: Vec<Line>| {
         for l in &mut lines {
             l.points.retain(|p| p.0 > 0.0);
@@ -234,7 +237,7 @@ fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>>
     write_pair(dir, name, (&volume, &left), (&live, &right))
 }
 
-fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+pub(crate) fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let spec = &run.manifest.spec;
     let mut lines = Vec::new();
     for stack in &spec.codecs {
@@ -279,14 +282,10 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
     let dir = crate::tables::scale_dir(root, "figures", scale);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
-    if let Some(run_dir) = dataset::latest_run(data, "heap-growth", scale)? {
-        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?, "heap-growth")?);
-    }
-    if let Some(run_dir) = dataset::latest_run(data, "transport-heap-growth", scale)? {
-        written.extend(heap_growth_figure(&dir, &dataset::load_run(&run_dir)?, "transport-heap-growth")?);
-    }
-    if let Some(run_dir) = dataset::latest_run(data, "roundtrip-latency", scale)? {
-        written.extend(latency_figure(&dir, &dataset::load_run(&run_dir)?)?);
+    for r in crate::reports::REPORTS {
+        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.name, scale)?) else { continue };
+        let run = dataset::load_run(&run_dir)?;
+        written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
     }
     Ok(written)
 }

@@ -9,7 +9,7 @@
 //! # The `data/` contract
 //! ```text
 //! data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/   one finished run, renamed into place whole
-//!     records.parquet     one row per record, with the cell's codec, payload, variant, rep
+//!     records.parquet     one row per record, with the cell's axes (codec, payload), variant, rep
 //!     manifest.json       git revision and dirty flag, rustc, profile, features, allocators,
 //!                         CPU model, cores, kernel, date, command line, spec, cells
 //!     traces/<cell>.dhat.json   dhat trace of each dhat cell (open with dh_view.html)
@@ -18,11 +18,13 @@
 //! ```
 //!
 //! # Layout
-//! - [`spec`]: experiment specs (`experiments/*.toml`) and their scales.
-//! - [`variants`]: building the `subject` binary per allocator variant.
-//! - [`runner`]: cells, subject processes, progress, resume.
+//! - [`spec`]: experiment specs (`experiments/*.toml`), their target binary and scales.
+//! - [`variants`]: building a target binary (`subject`, `datastore-server`) per allocator variant.
+//! - [`runner`]: cells, their processes, progress, resume.
 //! - [`dataset`]: JSON-lines records ↔ polars frames ↔ Parquet; manifests; finding runs.
 //! - [`manifest`]: what a run records about the machine and the build.
+//! - [`reports`]: one report per experiment (its table and figure), the registry
+//!   tables, figures and the paper walk.
 //! - [`tables`]: polars analysis into LaTeX and Markdown tables.
 //! - [`figures`]: plotters figures (SVG and PNG).
 //! - [`fmt`]: number formatting shared by tables and figures.
@@ -39,6 +41,7 @@ pub mod fmt;
 pub mod manifest;
 pub mod paper;
 pub mod provenance;
+pub mod reports;
 pub mod runner;
 pub mod spec;
 pub mod tables;

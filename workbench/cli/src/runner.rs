@@ -1,6 +1,11 @@
-//! Runs a spec: plans its cells, builds the subjects it needs, spawns one
-//! process per cell, and turns the records into a dataset.
+//! Runs a spec: plans its cells, builds the target binary in each variant
+//! it needs, spawns one process per cell, and turns the records into a
+//! dataset.
 //!
+//! A cell is target binary × build variant × the experiment's own axes:
+//! for subject experiments (codec × payload); for server experiments, the
+//! axes are the spec's `params`, which the cell walks itself (connections
+//! grow within one server's life, so they cannot be separate processes).
 //! Cells run interleaved (repetition → payload → codec → variant) so that
 //! codecs alternate A, B, A, B rather than running in blocks. Each finished
 //! cell's records are written to the run's staging directory at once; a run
@@ -8,7 +13,7 @@
 
 use crate::dataset::{self, Record};
 use crate::manifest::{self, Manifest};
-use crate::spec::Spec;
+use crate::spec::{Spec, Target};
 use crate::variants;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -37,15 +42,46 @@ pub struct Options {
 #[derive(Debug, Clone)]
 pub struct Planned {
     pub id: String,
+    pub target: Target,
     pub variant: String,
     pub rep: u32,
-    pub cell: Cell,
+    /// What the cell process is given (`subjects::Cell` or `server::experiments::Cell`, as JSON).
+    pub cell: Value,
+    /// Fields added to each of its records (the cell's axes), beside variant and rep.
+    pub fields: Record,
+    /// Messages it sends, for the progress bar (0: the process says).
+    pub total: u64,
 }
 
 /// The cells of `spec` at `scale`, in run order.
 pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
     let s = spec.scale(scale).with_context(|| format!("unknown scale {scale:?}; use quick or full"))?;
     let mut out = Vec::new();
+    if spec.target == Target::DatastoreServer {
+        for rep in 0..s.repetitions {
+            for variant in &spec.variants {
+                // `work_dir` and `trace` are filled in when the cell runs.
+                let cell = serde_json::to_value(server::experiments::Cell {
+                    experiment: spec.experiment.clone(),
+                    params: s.params.clone(),
+                    seed: spec.seed,
+                    work_dir: PathBuf::new(),
+                    trace: None,
+                })?;
+                let id = format!("{}-{variant}-r{rep}", spec.experiment);
+                out.push(Planned {
+                    id,
+                    target: spec.target,
+                    variant: variant.clone(),
+                    rep,
+                    cell,
+                    fields: Record::new(),
+                    total: 0,
+                });
+            }
+        }
+        return Ok(out);
+    }
     for rep in 0..s.repetitions {
         for &payload in &spec.payloads {
             for codec in &spec.codecs {
@@ -61,7 +97,18 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
                         seed: spec.seed,
                         trace: None,
                     };
-                    out.push(Planned { id, variant: variant.clone(), rep, cell });
+                    let mut fields = Record::new();
+                    fields.insert("codec".into(), Value::from(codec.clone()));
+                    fields.insert("payload".into(), Value::from(payload as u64));
+                    out.push(Planned {
+                        id,
+                        target: spec.target,
+                        variant: variant.clone(),
+                        rep,
+                        cell: serde_json::to_value(cell)?,
+                        fields,
+                        total: s.messages,
+                    });
                 }
             }
         }
@@ -77,7 +124,14 @@ fn fnv64(data: &[u8]) -> u64 {
 /// What the measured processes are built from: the git objects of the
 /// subject crates and the lock file. A commit that leaves them alone (docs,
 /// tables, the CLI) keeps an interrupted run resumable.
-const MEASURED: &[&str] = &["workbench/zap", "workbench/probe", "workbench/subjects", "Cargo.lock"];
+const MEASURED: &[&str] = &[
+    "workbench/zap",
+    "workbench/probe",
+    "workbench/subjects",
+    "workbench/datastore",
+    "workbench/server",
+    "Cargo.lock",
+];
 
 /// Where an unfinished run of `spec` keeps its finished cells: the same
 /// spec, scale and measured code map to the same directory, so starting the
@@ -88,10 +142,10 @@ pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
     Ok(opts.data.join(spec.dataset()).join(format!(".tmp-{}-{key:016x}", opts.scale)))
 }
 
-/// Subject binaries built so far in this process, by variant.
+/// Target binaries built so far in this process, by target and variant.
 #[derive(Default)]
 pub struct Binaries {
-    built: BTreeMap<String, PathBuf>,
+    built: BTreeMap<(Target, String), PathBuf>,
     /// Where the variants are built; `target/variants` unless set. NOTE:
     /// tests build into their own directory, so a test run can never swap a
     /// binary under a running measurement.
@@ -106,29 +160,31 @@ impl Binaries {
         Binaries { built: BTreeMap::new(), dir: Some(dir), private: None }
     }
 
-    /// The subject binary for `variant`: built once, then copied to a file
+    /// The `target` binary for `variant`: built once, then copied to a file
     /// only this run uses. NOTE: a dhat build resolves its stack frames when
     /// the process exits, by reading its own executable from disk; if a
     /// build replaces that file meanwhile, `/proc/self/exe` reads
     /// `… (deleted)`, no frame of the subject resolves, and the trace holds
     /// sites without stacks (seen on a 1M-message capnp-rpc run).
-    pub fn get(&mut self, root: &Path, variant: &str, multi: &MultiProgress) -> Result<PathBuf> {
-        if let Some(p) = self.built.get(variant) {
+    pub fn get(&mut self, root: &Path, target: Target, variant: &str, multi: &MultiProgress) -> Result<PathBuf> {
+        let key = (target, variant.to_string());
+        if let Some(p) = self.built.get(&key) {
             return Ok(p.clone());
         }
+        let (_, name) = target.package_and_bin();
         let sp = multi.add(ProgressBar::new_spinner());
-        sp.set_message(format!("building subject ({variant})"));
+        sp.set_message(format!("building {name} ({variant})"));
         sp.enable_steady_tick(std::time::Duration::from_millis(200));
         let dir = self.dir.clone().unwrap_or_else(|| root.join("target/variants"));
-        let log = dir.join(format!("{variant}.build.log"));
-        let bin = variants::build(root, &dir, variant, &log);
+        let log = dir.join(format!("{name}-{variant}.build.log"));
+        let bin = variants::build(root, &dir, target, variant, &log);
         sp.finish_and_clear();
         let bin = bin?;
         let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
         std::fs::create_dir_all(&*private).with_context(|| format!("creating {}", private.display()))?;
-        let copy = private.join(format!("subject-{variant}"));
+        let copy = private.join(format!("{name}-{variant}"));
         std::fs::copy(&bin, &copy).with_context(|| format!("copying {} to {}", bin.display(), copy.display()))?;
-        self.built.insert(variant.to_string(), copy.clone());
+        self.built.insert(key, copy.clone());
         Ok(copy)
     }
 }
@@ -191,8 +247,8 @@ pub fn run_spec(
         if resumed > 0 && overall.position() as usize == resumed {
             say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.dataset(), cells.len()));
         }
-        let bin = bins.get(&opts.root, &p.variant, multi)?;
-        check_revision(&bin, &rev)?;
+        let bin = bins.get(&opts.root, p.target, &p.variant, multi)?;
+        check_revision(&bin, p.target, &rev)?;
         overall.set_message(p.id.clone());
         let t = Instant::now();
         let records = run_cell(&bin, p, &staging, multi)?;
@@ -282,9 +338,12 @@ pub fn run_spec(
 
 /// The subject about to run must have been built from the revision the
 /// manifest will name (a build racing the run, or a stale binary, is refused).
-fn check_revision(bin: &Path, rev: &str) -> Result<()> {
+fn check_revision(bin: &Path, target: Target, rev: &str) -> Result<()> {
     let out = Command::new(bin)
-        .arg("--revision")
+        .arg(match target {
+            Target::Subject => "--revision",
+            Target::DatastoreServer => "revision",
+        })
         .output()
         .with_context(|| format!("running {} --revision", bin.display()))?;
     let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -302,19 +361,26 @@ fn say(multi: &MultiProgress, line: String) {
     }
 }
 
-/// Spawns one subject process and returns its records with the cell's fields added.
+/// Spawns one cell's process and returns its records with the cell's fields added.
 fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
     let mut cell = p.cell.clone();
     if p.variant == "dhat" {
-        cell.trace = Some(staging.join("traces").join(format!("{}.dhat.json", p.id)));
+        cell["trace"] = Value::from(staging.join("traces").join(format!("{}.dhat.json", p.id)).display().to_string());
     }
-    let bar = multi.add(ProgressBar::new(cell.messages));
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} msgs {msg}").expect("static template"),
-    );
+    // A server cell's scratch data (a loaded table) lives only as long as the cell.
+    let work = std::env::temp_dir().join(format!("workbench-{}-{}", std::process::id(), p.id));
+    let mut cmd = Command::new(bin);
+    match p.target {
+        Target::Subject => cmd.arg("--cell"),
+        Target::DatastoreServer => {
+            cell["work_dir"] = Value::from(work.display().to_string());
+            cmd.arg("cell")
+        }
+    };
+    let bar = multi.add(ProgressBar::new(p.total));
+    bar.set_style(ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} {msg}").expect("static template"));
     bar.set_prefix(p.id.clone());
-    let mut child = Command::new(bin)
-        .arg("--cell")
+    let mut child = cmd
         .arg(serde_json::to_string(&cell)?)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -342,6 +408,9 @@ fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> R
     std::io::Read::read_to_string(&mut child.stdout.take().context("subject stdout")?, &mut stdout)?;
     let status = child.wait()?;
     let log = log_thread.join().unwrap_or_default();
+    if work.exists() {
+        std::fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
+    }
     bar.finish_and_clear();
     std::fs::write(&log_path, log.join("\n") + "\n").with_context(|| format!("writing {}", log_path.display()))?;
     if !status.success() {
@@ -357,8 +426,9 @@ fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> R
     for (i, line) in stdout.lines().enumerate() {
         let mut r: Record = serde_json::from_str(line)
             .with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
-        r.insert("codec".into(), Value::from(p.cell.codec.clone()));
-        r.insert("payload".into(), Value::from(p.cell.payload as u64));
+        for (k, v) in &p.fields {
+            r.insert(k.clone(), v.clone());
+        }
         r.insert("variant".into(), Value::from(p.variant.clone()));
         r.insert("rep".into(), Value::from(p.rep));
         records.push(r);

@@ -7,15 +7,21 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
-    /// Experiment name; must be one the subjects know.
+    /// Experiment name; must be one the target knows.
     pub experiment: String,
+    /// Which binary runs the cells: the codec/transport `subject` (default)
+    /// or the `datastore-server`.
+    #[serde(default)]
+    pub target: Target,
     /// The dataset's name (`data/<name>/`, its table), when one subject
     /// experiment serves two studies; the experiment's name otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(default)]
     pub description: String,
-    /// Codecs to run, by registered name (transport stacks, for transport experiments).
+    /// Codecs to run, by registered name (transport stacks, for transport
+    /// experiments); none for server experiments, whose axes are `params`.
+    #[serde(default)]
     pub codecs: Vec<String>,
     /// Payload sizes in bytes added to each vote (0 = the bare 145-byte vote).
     #[serde(default = "default_payloads")]
@@ -40,6 +46,8 @@ fn default_seed() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scale {
+    /// Messages per cell (subject experiments).
+    #[serde(default)]
     pub messages: u64,
     #[serde(default)]
     pub warmup: u64,
@@ -48,6 +56,44 @@ pub struct Scale {
     /// Sample interval in messages (heap-growth); defaults to messages / 100.
     #[serde(default)]
     pub sample_every: Option<u64>,
+    /// The experiment's own settings and axes (server experiments: rows,
+    /// concurrency levels, connection steps, depths), passed to the cell as is.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The binary a spec's cells run in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// `subject` (crate `subjects`): codecs and transport stacks.
+    #[default]
+    Subject,
+    /// `datastore-server` (crate `server`): the driver process spawns the
+    /// measured server as its child.
+    DatastoreServer,
+}
+
+impl Target {
+    /// The cargo package and binary.
+    pub fn package_and_bin(self) -> (&'static str, &'static str) {
+        match self {
+            Target::Subject => ("subjects", "subject"),
+            Target::DatastoreServer => ("server", "datastore-server"),
+        }
+    }
+
+    /// The experiments this target runs.
+    pub fn experiments(self) -> &'static [&'static str] {
+        match self {
+            Target::Subject => subjects::experiments::NAMES,
+            Target::DatastoreServer => server::experiments::NAMES,
+        }
+    }
+
+    fn is_subject(&self) -> bool {
+        *self == Target::Subject
+    }
 }
 
 fn one() -> u32 {
@@ -91,11 +137,18 @@ impl Spec {
 
     fn validate(&self, path: &Path) -> Result<(), SpecError> {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
-        if !subjects::experiments::NAMES.contains(&self.experiment.as_str()) {
+        let known = self.target.experiments();
+        if !known.contains(&self.experiment.as_str()) {
             return bad(
                 "experiment",
-                format!("unknown experiment {:?}; known: {:?}", self.experiment, subjects::experiments::NAMES),
+                format!("unknown experiment {:?} for target {:?}; known: {known:?}", self.experiment, self.target),
             );
+        }
+        if !self.target.is_subject() {
+            if !self.codecs.is_empty() {
+                return bad("codecs", "server experiments take no codecs; their axes are [quick.params]".into());
+            }
+            return self.validate_variants(path);
         }
         if self.codecs.is_empty() {
             return bad("codecs", "list at least one codec".into());
@@ -111,14 +164,7 @@ impl Spec {
                 return bad("codecs", format!("unknown {kind} {c:?} for {}; known: {known:?}", self.experiment));
             }
         }
-        if self.variants.is_empty() {
-            return bad("variants", "list at least one allocator variant".into());
-        }
-        for v in &self.variants {
-            if !VARIANTS.contains(&v.as_str()) {
-                return bad("variants", format!("unknown variant {v:?}; known: {VARIANTS:?}"));
-            }
-        }
+        self.validate_variants(path)?;
         for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
             if s.messages == 0 {
                 return bad(&format!("{name}.messages"), "must be at least 1".into());
@@ -128,6 +174,24 @@ impl Spec {
             }
             if s.sample_every == Some(0) {
                 return bad(&format!("{name}.sample_every"), "must be at least 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_variants(&self, path: &Path) -> Result<(), SpecError> {
+        let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
+        if self.variants.is_empty() {
+            return bad("variants", "list at least one allocator variant".into());
+        }
+        for v in &self.variants {
+            if !VARIANTS.contains(&v.as_str()) {
+                return bad("variants", format!("unknown variant {v:?}; known: {VARIANTS:?}"));
+            }
+        }
+        for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
+            if s.repetitions == 0 {
+                return bad(&format!("{name}.repetitions"), "must be at least 1".into());
             }
         }
         Ok(())
@@ -203,6 +267,30 @@ mod tests {
         let e =
             Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `full.messages`"), "{e}");
+    }
+
+    #[test]
+    fn server_specs_take_params_not_codecs() {
+        let text = r#"
+            experiment = "connection-scaling"
+            target = "datastore-server"
+            variants = ["jemalloc"]
+            [quick.params]
+            steps = [10, 100]
+            [full.params]
+            steps = [10, 10000]
+        "#;
+        let s = Spec::parse(text, Path::new("c.toml")).unwrap();
+        assert_eq!(s.target, Target::DatastoreServer);
+        assert_eq!(s.full.params["steps"], serde_json::json!([10, 10000]));
+        let e = Spec::parse(&text.replace("variants", "codecs = [\"zap\"]\nvariants"), Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `codecs`"), "{e}");
+        let e = Spec::parse(&text.replace("connection-scaling", "alloc-profile"), Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `experiment`") && e.contains("DatastoreServer"), "{e}");
     }
 
     #[test]

@@ -90,7 +90,7 @@ fn summary(df: &DataFrame, col: &str, center: fn(&Series) -> Option<f64>) -> Res
     })
 }
 
-fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
+pub(crate) fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
     Ok(stats(df, col)?.map(|s| s.0))
 }
 
@@ -122,7 +122,7 @@ pub fn steady_rate(samples: &DataFrame, col: &str) -> Result<Option<f64>> {
     })
 }
 
-fn dash() -> String {
+pub(crate) fn dash() -> String {
     "–".into()
 }
 
@@ -134,7 +134,7 @@ fn dist(s: Option<(f64, f64, f64)>) -> String {
     }
 }
 
-fn opt_bytes(v: Option<f64>) -> String {
+pub(crate) fn opt_bytes(v: Option<f64>) -> String {
     v.map_or_else(dash, fmt::bytes)
 }
 
@@ -142,7 +142,7 @@ fn opt_count(v: Option<f64>) -> String {
     v.map_or_else(dash, fmt::count)
 }
 
-fn source_of(run: &Run) -> String {
+pub(crate) fn source_of(run: &Run) -> String {
     let m = &run.manifest;
     let rev: String = m.git_revision.chars().take(10).collect();
     let state = if m.git_dirty { "dirty tree: see its dirty.diff" } else { "clean tree" };
@@ -281,7 +281,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
 }
 
 /// Values of a float column, in row order (nulls dropped).
-fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
+pub(crate) fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
     let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::Float64)?;
     Ok(c.f64()?.iter().flatten().collect())
 }
@@ -295,7 +295,7 @@ fn median_ratio(a: &[f64], b: &[f64]) -> Result<Option<f64>> {
     Ok(Series::new("r".into(), ratios).median())
 }
 
-fn ratio(v: Option<f64>) -> String {
+pub(crate) fn ratio(v: Option<f64>) -> String {
     v.map_or_else(dash, |r| format!("{}×", fmt::sig3(r)))
 }
 
@@ -619,41 +619,12 @@ impl Table {
 
 /// Loads the newest run of each experiment at `scale` and computes every table.
 pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
-    let load = |exp: &str| -> Result<Option<Run>> {
-        dataset::latest_run(data, exp, scale)?.map(|d| dataset::load_run(&d)).transpose()
-    };
-    let alloc = load("alloc-profile")?;
-    let heap = load("heap-growth")?;
-    let speed = load("codec-speed")?;
-    let transport = load("transport-alloc")?;
-    let transport_heap = load("transport-heap-growth")?;
-    let latency = load("roundtrip-latency")?;
-    let awake = load("roundtrip-latency-awake")?;
-    let instrumentation = load("instrumentation-cost")?;
     let mut tables = Vec::new();
-    if let Some(a) = &alloc {
-        tables.push(alloc_profile(a)?);
-    }
-    if let Some(h) = &heap {
-        tables.push(heap_growth(h, "heap-growth")?);
-    }
-    if let Some(s) = &speed {
-        tables.push(codec_speed(s)?);
-    }
-    if let Some(t) = &transport {
-        tables.push(transport_alloc(t)?);
-    }
-    if let Some(h) = &transport_heap {
-        tables.push(heap_growth(h, "transport-heap-growth")?);
-    }
-    if let Some(l) = &latency {
-        tables.push(roundtrip_latency(l, "roundtrip-latency")?);
-    }
-    if let Some(l) = &awake {
-        tables.push(roundtrip_latency(l, "roundtrip-latency-awake")?);
-    }
-    if let Some(i) = &instrumentation {
-        tables.push(instrumentation_cost(i)?);
+    for r in crate::reports::REPORTS {
+        if let Some(dir) = dataset::latest_run(data, r.name, scale)? {
+            let run = dataset::load_run(&dir)?;
+            tables.push((r.table)(&run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
+        }
     }
     for t in &mut tables {
         if t.rows.iter().any(|r| r.first().is_some_and(|n| n.ends_with('*'))) {
@@ -690,8 +661,8 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, V
     }
     // A table whose dataset is gone must not outlive it: the paper would
     // print its numbers as if measured.
-    for exp in subjects::experiments::NAMES.iter().chain(&["instrumentation-cost"]) {
-        if tables.iter().any(|t| t.name == *exp) {
+    for exp in crate::reports::REPORTS.iter().map(|r| r.name) {
+        if tables.iter().any(|t| t.name == exp) {
             continue;
         }
         for ext in ["tex", "md"] {

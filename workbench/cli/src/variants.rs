@@ -1,4 +1,5 @@
-//! Building the `subject` binary once per allocator variant.
+//! Building a target binary (`subject`, `datastore-server`) once per
+//! allocator variant.
 //!
 //! Each variant gets its own target directory (`target/variants/<name>`, or
 //! under the directory a test names) so that switching features never
@@ -7,6 +8,8 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::spec::Target;
 
 /// The cargo profile subjects are built with.
 pub const PROFILE: &str = "release";
@@ -42,15 +45,18 @@ pub fn profile_env(variant: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// Builds the subject for `variant` and returns the binary's path.
-/// Cargo's output goes to `log`, named in the error if the build fails.
-pub fn build(root: &Path, dir: &Path, variant: &str, log: &Path) -> Result<PathBuf> {
-    let target = dir.join(variant);
+/// Builds `target` for `variant` and returns the binary's path. Both
+/// targets of a variant share one target directory (their common crates
+/// build once). Cargo's output goes to `log`, named in the error if the
+/// build fails.
+pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {
+    let (package, name) = target.package_and_bin();
+    let target_dir = dir.join(variant);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--profile", PROFILE, "-p", "subjects", "--bin", "subject", "--target-dir"])
-        .arg(&target);
+        .args(["build", "--profile", PROFILE, "-p", package, "--bin", name, "--target-dir"])
+        .arg(&target_dir);
     cmd.envs(profile_env(variant).iter().copied());
     let feats = features(variant);
     if !feats.is_empty() {
@@ -64,11 +70,11 @@ pub fn build(root: &Path, dir: &Path, variant: &str, log: &Path) -> Result<PathB
         .stdout(Stdio::null())
         .stderr(log_file)
         .status()
-        .with_context(|| format!("running cargo to build the {variant} subject"))?;
+        .with_context(|| format!("running cargo to build {name} ({variant})"))?;
     if !status.success() {
-        bail!("building the {variant} subject failed ({status}); see {}", log.display());
+        bail!("building {name} ({variant}) failed ({status}); see {}", log.display());
     }
-    let bin = target.join(PROFILE).join("subject");
+    let bin = target_dir.join(PROFILE).join(name);
     if !bin.exists() {
         bail!("cargo succeeded but {} is missing", bin.display());
     }

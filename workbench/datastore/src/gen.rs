@@ -136,38 +136,6 @@ pub fn write_parquet(path: &Path, seed: u64, rows: u64, batch_rows: u64) -> Resu
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_do_not_depend_on_batching() {
-        let whole = batch(7, 0, 100);
-        let a = batch(7, 0, 37);
-        let b = batch(7, 37, 100);
-        for c in 0..5 {
-            for i in 0..100 {
-                let x = whole.columns[c].value(i);
-                let y = if i < 37 { a.columns[c].value(i) } else { b.columns[c].value(i - 37) };
-                assert_eq!(x, y, "column {c} row {i}");
-            }
-        }
-        assert_ne!(format!("{:?}", batch(8, 0, 10).columns[3]), format!("{:?}", batch(7, 0, 10).columns[3]));
-    }
-
-    #[test]
-    fn values_stay_in_their_ranges() {
-        let b = batch(1, 0, 10_000);
-        let ColumnData::U64(u) = &b.columns[1] else { panic!() };
-        let ColumnData::U64(ts) = &b.columns[2] else { panic!() };
-        let ColumnData::F64(v) = &b.columns[3] else { panic!() };
-        assert!(u.iter().all(|&x| x < USERS));
-        assert!(ts.iter().all(|&x| (EPOCH - WINDOW..EPOCH).contains(&x)));
-        assert!(v.iter().all(|&x| (0.0..=(u32::MAX as f64 / 4e6)).contains(&x)));
-        assert_eq!(b.columns[4].str_at(6), Some("api"));
-    }
-}
-
 /// Creates table `t` in `db` and inserts `rows` rows of the workload for
 /// `seed`, `batch` rows an insert, merging in the background (and into one
 /// part when `optimize`); `progress(rows so far, parts)` after each insert.
@@ -204,4 +172,36 @@ pub fn load(
         t.optimize()?;
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_do_not_depend_on_batching() {
+        let whole = batch(7, 0, 100);
+        let a = batch(7, 0, 37);
+        let b = batch(7, 37, 100);
+        for c in 0..5 {
+            for i in 0..100 {
+                let x = whole.columns[c].value(i);
+                let y = if i < 37 { a.columns[c].value(i) } else { b.columns[c].value(i - 37) };
+                assert_eq!(x, y, "column {c} row {i}");
+            }
+        }
+        assert_ne!(format!("{:?}", batch(8, 0, 10).columns[3]), format!("{:?}", batch(7, 0, 10).columns[3]));
+    }
+
+    #[test]
+    fn values_stay_in_their_ranges() {
+        let b = batch(1, 0, 10_000);
+        let ColumnData::U64(u) = &b.columns[1] else { panic!() };
+        let ColumnData::U64(ts) = &b.columns[2] else { panic!() };
+        let ColumnData::F64(v) = &b.columns[3] else { panic!() };
+        assert!(u.iter().all(|&x| x < USERS));
+        assert!(ts.iter().all(|&x| (EPOCH - WINDOW..EPOCH).contains(&x)));
+        assert!(v.iter().all(|&x| (0.0..=(u32::MAX as f64 / 4e6)).contains(&x)));
+        assert_eq!(b.columns[4].str_at(6), Some("api"));
+    }
 }

@@ -28,7 +28,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let levels: Vec<usize> = cell.param("concurrency", vec![1, 2, 4, 8])?;
     let seconds: f64 = cell.param("seconds", 1.0)?;
     let batch: u64 = cell.param("batch", 1_000_000)?;
-    if levels.is_empty() || levels.contains(&0) || !(seconds > 0.0) {
+    if levels.is_empty() || levels.contains(&0) || !seconds.is_finite() || seconds <= 0.0 {
         bail!("{}: params.concurrency needs counts ≥ 1 and params.seconds > 0", cell.experiment);
     }
     let data = cell.work_dir.join("db");

@@ -1,0 +1,125 @@
+//! connection-scaling: server memory against idle connections (each made
+//! one `ping` and stays open). Table: per server and build, per step, RSS,
+//! its growth from the first step, per connection, and the live heap where
+//! the build knows it. Figure: RSS against connections (log x).
+
+use super::{distinct_u64, median, values, Report};
+use crate::dataset::Run;
+use crate::figures::{write_both, Chart, Line};
+use crate::fmt;
+use crate::tables::{dash, source_of, Table};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+pub const REPORT: Report = Report { name: "connection-scaling", table, figure: Some(figure) };
+
+/// The (server, build) pairs of the run, in the spec's build order.
+fn series(run: &Run) -> Result<Vec<(String, String)>> {
+    let servers = {
+        let c = run.records.column("server")?;
+        let mut v: Vec<String> = c.str()?.iter().flatten().map(str::to_string).collect();
+        v.dedup();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut out = Vec::new();
+    for s in servers {
+        for v in &run.manifest.spec.variants {
+            out.push((s.clone(), v.clone()));
+        }
+    }
+    Ok(out)
+}
+
+fn server_name(server: &str, variant: &str) -> String {
+    match server {
+        "ours" => format!("datastore-server ({variant})"),
+        other => other.to_string(),
+    }
+}
+
+/// Median over repetitions of `col` at `n` connections.
+fn at(run: &Run, server: &str, variant: &str, n: u64, col: &str) -> Result<Option<f64>> {
+    Ok(median(&values(run, &[("server", server), ("variant", variant)], &[("connections", n)], col)?))
+}
+
+fn table(run: &Run) -> Result<Table> {
+    let steps = distinct_u64(run, "connections")?;
+    let mut rows = Vec::new();
+    for (server, variant) in series(run)? {
+        let first = steps.first().copied().unwrap_or(0);
+        let rss0 = at(run, &server, &variant, first, "rss_bytes")?;
+        let live0 = at(run, &server, &variant, first, "live_heap_bytes")?;
+        for &n in &steps {
+            let Some(rss) = at(run, &server, &variant, n, "rss_bytes")? else { continue };
+            let live = at(run, &server, &variant, n, "live_heap_bytes")?;
+            let dn = n.saturating_sub(first) as f64;
+            let per = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if dn > 0.0 => fmt::bytes((a - b) / dn),
+                _ => dash(),
+            };
+            rows.push(vec![
+                server_name(&server, &variant),
+                fmt::thousands(n),
+                fmt::bytes(rss),
+                rss0.map_or_else(dash, |r| fmt::bytes(rss - r)),
+                per(Some(rss), rss0),
+                live.map_or_else(dash, fmt::bytes),
+                per(live, live0),
+            ]);
+        }
+    }
+    let reps = run.manifest.spec.scale(&run.manifest.scale).map_or(1, |s| s.repetitions);
+    Ok(Table {
+        name: REPORT.name,
+        caption: format!(
+            "Server memory against idle connections: each connection made one ping and stays open; the load \
+             driver is a separate process. RSS from /proc; live heap from the allocator (dhat: exact live bytes; \
+             jemalloc: stats.allocated; the system build has none). Medians of {reps} run(s); per-connection \
+             columns are the growth from the first step divided by the connections added."
+        ),
+        header: vec![
+            "Server (build)",
+            "Connections",
+            "RSS",
+            "RSS growth",
+            "RSS / connection",
+            "Live heap",
+            "Live / connection",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
+
+fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let steps = distinct_u64(run, "connections")?;
+    let mut lines = Vec::new();
+    for (server, variant) in series(run)? {
+        let mut points = Vec::new();
+        for &n in &steps {
+            if let Some(rss) = at(run, &server, &variant, n, "rss_bytes")? {
+                points.push((n as f64, rss));
+            }
+        }
+        if !points.is_empty() {
+            lines.push(Line { label: server_name(&server, &variant), points });
+        }
+    }
+    let xmax = steps.last().copied().unwrap_or(10) as f64;
+    let xmin = steps.first().copied().unwrap_or(1).max(1) as f64;
+    let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.15;
+    let chart = Chart {
+        title: format!("Server RSS against idle connections ({})", run.manifest.run_id),
+        x_desc: "open connections (log)",
+        y_desc: "server RSS",
+        x_log: true,
+        x_range: (xmin * 0.8, xmax * 1.25),
+        y_log_floor: false,
+        y_range: (0.0, ymax),
+        x_fmt: &|v| fmt::count(v.round()),
+        y_fmt: &|v| fmt::si_bytes(*v),
+    };
+    write_both(dir, REPORT.name, &lines, &chart)
+}

@@ -1,0 +1,122 @@
+//! One report per experiment: its dataset's name, its table, its figure.
+//! Tables, figures and the stale-table cleanup all walk [`REPORTS`], so an
+//! experiment's name is written once, here or in its own file.
+//!
+//! Adding an experiment's output: copy one of the files below (a `pub const
+//! REPORT` with its table and figure functions) and list it in [`REPORTS`].
+//!
+//! # Layout
+//! - [`Report`], [`REPORTS`]: the registry; the codec and transport
+//!   experiments' tables and figures still live in [`crate::tables`] and
+//!   [`crate::figures`], registered here.
+//! - [`connection_scaling`], [`pipeline_depth`], [`throughput`]: the
+//!   datastore server's experiments, one file each.
+
+use crate::dataset::Run;
+use crate::tables::{self, Table};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+pub mod connection_scaling;
+pub mod pipeline_depth;
+pub mod throughput;
+
+/// Draws an experiment's figure(s) from a run into a directory; the files written.
+pub type FigureFn = fn(&Path, &Run) -> Result<Vec<PathBuf>>;
+
+/// What the workbench makes of one experiment's newest dataset.
+pub struct Report {
+    /// The dataset's name (`data/<name>/`), also the table's file name.
+    pub name: &'static str,
+    pub table: fn(&Run) -> Result<Table>,
+    pub figure: Option<FigureFn>,
+}
+
+/// Every report, in the order tables are listed.
+pub const REPORTS: &[Report] = &[
+    Report { name: "alloc-profile", table: tables::alloc_profile, figure: None },
+    Report {
+        name: "heap-growth",
+        table: |r| tables::heap_growth(r, "heap-growth"),
+        figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "heap-growth")),
+    },
+    Report { name: "codec-speed", table: tables::codec_speed, figure: None },
+    Report { name: "transport-alloc", table: tables::transport_alloc, figure: None },
+    Report {
+        name: "transport-heap-growth",
+        table: |r| tables::heap_growth(r, "transport-heap-growth"),
+        figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "transport-heap-growth")),
+    },
+    Report {
+        name: "roundtrip-latency",
+        table: |r| tables::roundtrip_latency(r, "roundtrip-latency"),
+        figure: Some(crate::figures::latency_figure),
+    },
+    Report {
+        name: "roundtrip-latency-awake",
+        table: |r| tables::roundtrip_latency(r, "roundtrip-latency-awake"),
+        figure: None,
+    },
+    Report { name: "instrumentation-cost", table: tables::instrumentation_cost, figure: None },
+    connection_scaling::REPORT,
+    pipeline_depth::REPORT,
+    throughput::REPORT,
+];
+
+/// Values of column `col` in rows matching the filters, as floats.
+pub(crate) fn values(run: &Run, text: &[(&str, &str)], nums: &[(&str, u64)], col: &str) -> Result<Vec<f64>> {
+    let df = tables::select(&run.records, text, nums)?;
+    if df.height() == 0 {
+        return Ok(Vec::new());
+    }
+    tables::floats(&df, col)
+}
+
+/// Distinct values of a u64 column, ascending.
+pub(crate) fn distinct_u64(run: &Run, col: &str) -> Result<Vec<u64>> {
+    let c = run.records.column(col)?.cast(&polars::prelude::DataType::UInt64)?;
+    let mut v: Vec<u64> = c.u64()?.iter().flatten().collect();
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// The median of `v`; `None` when empty.
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_names_are_unique() {
+        let mut names: Vec<&str> = REPORTS.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(n, names.len(), "{names:?}");
+    }
+
+    #[test]
+    fn every_committed_spec_has_a_report() {
+        let specs = crate::spec::load_dir(&crate::default_root().join("experiments")).unwrap();
+        for (path, spec) in specs {
+            assert!(REPORTS.iter().any(|r| r.name == spec.dataset()), "{} has no report", path.display());
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+}

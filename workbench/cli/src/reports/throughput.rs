@@ -1,0 +1,123 @@
+//! throughput: closed-loop QPS of each workload query against concurrency.
+//! Table: per engine, query and client count: QPS, p50 and p99 latency, and
+//! the server's RSS while that cell ran (median and peak of the 100 ms
+//! samples). Figure: QPS against clients (log–log), one line per engine ×
+//! query.
+
+use super::{distinct_u64, median, values, Report};
+use crate::dataset::Run;
+use crate::figures::{write_both, Chart, Line};
+use crate::fmt;
+use crate::tables::{dash, source_of, Table};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+pub const REPORT: Report = Report { name: "throughput", table, figure: Some(figure) };
+
+/// The (engine, query) pairs of the run, in first-seen order.
+fn series(run: &Run) -> Result<Vec<(String, String)>> {
+    let q = crate::tables::select(&run.records, &[("kind", "query")], &[])?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (e, name) in q.column("engine")?.str()?.iter().zip(q.column("query")?.str()?.iter()) {
+        if let (Some(e), Some(name)) = (e, name) {
+            if !out.iter().any(|(a, b)| a == e && b == name) {
+                out.push((e.to_string(), name.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn engine_name(engine: &str) -> String {
+    match engine {
+        "ours" => "datastore-server".into(),
+        other => other.into(),
+    }
+}
+
+fn table(run: &Run) -> Result<Table> {
+    let levels = distinct_u64(&run_queries(run)?, "concurrency")?;
+    let mut rows = Vec::new();
+    for (engine, query) in series(run)? {
+        for &c in &levels {
+            let pick = |col: &str| -> Result<Option<f64>> {
+                Ok(median(&values(
+                    run,
+                    &[("kind", "query"), ("engine", &engine), ("query", &query)],
+                    &[("concurrency", c)],
+                    col,
+                )?))
+            };
+            let Some(qps) = pick("qps")? else { continue };
+            let rss = values(run, &[("kind", "rss"), ("query", &query)], &[("concurrency", c)], "rss_bytes")?;
+            let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            rows.push(vec![
+                engine_name(&engine),
+                query.clone(),
+                c.to_string(),
+                fmt::sig3(qps),
+                pick("p50_ms")?.map_or_else(dash, fmt::sig3),
+                pick("p99_ms")?.map_or_else(dash, fmt::sig3),
+                median(&rss).map_or_else(dash, fmt::bytes),
+                peak.map_or_else(dash, fmt::bytes),
+            ]);
+        }
+    }
+    let s = run.manifest.spec.scale(&run.manifest.scale);
+    let param = |k: &str| s.and_then(|s| s.params.get(k)).map_or_else(|| "?".into(), |v| v.to_string());
+    Ok(Table {
+        name: REPORT.name,
+        caption: format!(
+            "Closed-loop throughput over ZAP on {} rows: each client (one thread, one connection) sends its next \
+             query when the last is answered, for {} s per query and client count; every answer is checked equal \
+             to the first. Server in its own process, its RSS sampled every 100 ms (median and peak over the \
+             cell). Medians of {} run(s).",
+            param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
+            param("seconds"),
+            s.map_or(1, |s| s.repetitions),
+        ),
+        header: vec!["Engine", "Query", "Clients", "QPS", "p50 (ms)", "p99 (ms)", "RSS (median)", "RSS (peak)"],
+        rows,
+        source: source_of(run),
+    })
+}
+
+/// The query records only (the RSS samples carry a concurrency of their own).
+fn run_queries(run: &Run) -> Result<Run> {
+    Ok(Run {
+        dir: run.dir.clone(),
+        manifest: run.manifest.clone(),
+        records: crate::tables::select(&run.records, &[("kind", "query")], &[])?,
+    })
+}
+
+fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let q = run_queries(run)?;
+    let levels = distinct_u64(&q, "concurrency")?;
+    let mut lines = Vec::new();
+    for (engine, query) in series(run)? {
+        let mut points = Vec::new();
+        for &c in &levels {
+            let v = values(&q, &[("engine", &engine), ("query", &query)], &[("concurrency", c)], "qps")?;
+            if let Some(m) = median(&v) {
+                points.push((c as f64, m));
+            }
+        }
+        lines.push(Line { label: format!("{}: {query}", engine_name(&engine)), points });
+    }
+    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
+    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
+    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min).max(1e-3);
+    let chart = Chart {
+        title: format!("Queries per second against clients ({})", run.manifest.run_id),
+        x_desc: "concurrent clients (log)",
+        y_desc: "queries per second (log)",
+        x_log: true,
+        x_range: (0.8, xmax * 1.25),
+        y_log_floor: true,
+        y_range: (ymin * 0.5, ymax * 2.0),
+        x_fmt: &|v| fmt::count(v.round()),
+        y_fmt: &|v| fmt::count(v.round()),
+    };
+    write_both(dir, REPORT.name, &lines, &chart)
+}
