@@ -281,7 +281,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
 }
 
 /// Values of a float column, in row order (nulls dropped).
-pub(crate) fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
+pub fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
     let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::Float64)?;
     Ok(c.f64()?.iter().flatten().collect())
 }

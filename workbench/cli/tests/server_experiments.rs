@@ -1,0 +1,87 @@
+//! The datastore server's experiments through the runner: the server target
+//! built in a variant, a cell process driving its own server child, a
+//! published dataset whose records say what the protocol guarantees, and
+//! the reports' tables.
+
+use indicatif::{MultiProgress, ProgressDrawTarget};
+use std::path::Path;
+use workbench::reports::REPORTS;
+use workbench::runner::{self, Binaries, Options};
+use workbench::spec::Spec;
+use workbench::{dataset, tables};
+
+const CHAINS: &str = r#"
+experiment = "pipeline-depth"
+target = "datastore-server"
+variants = ["jemalloc"]
+[quick.params]
+depths = [1, 5]
+rtt_us = [200]
+runs = 3
+[full.params]
+"#;
+
+const CONNECTIONS: &str = r#"
+experiment = "connection-scaling"
+target = "datastore-server"
+variants = ["jemalloc"]
+[quick.params]
+steps = [2, 40]
+settle_ms = 50
+[full.params]
+"#;
+
+fn u64s(df: &polars::prelude::DataFrame, col: &str) -> Vec<u64> {
+    let c = df.column(col).unwrap().cast(&polars::prelude::DataType::UInt64).unwrap();
+    c.u64().unwrap().iter().map(|v| v.unwrap()).collect()
+}
+
+#[test]
+fn server_experiments_end_to_end() {
+    let out = std::env::temp_dir().join(format!("wb-server-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let root = workbench::default_root();
+    let opts = Options {
+        root: root.clone(),
+        data: out.join("data"),
+        scale: "quick".into(),
+        fresh: false,
+        // NOTE: tests are not measurements; a developer's tree may be dirty.
+        allow_dirty: true,
+        command_line: vec!["server-e2e".into()],
+    };
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+    let mut bins = Binaries::in_dir(root.join("target/test-variants"));
+
+    // Pipelined chains leave in one flight and end where request-response ends.
+    let chains = Spec::parse(CHAINS, Path::new("chains.toml")).unwrap();
+    let run = runner::run_spec(&opts, Path::new("chains.toml"), &chains, &mut bins, &multi).unwrap();
+    assert_eq!((run.cells, run.records), (1, 2 * (3 * 2 + 1)));
+    let r = dataset::load_run(&run.dir).unwrap();
+    let flights = |mode: &str, depth: u64| {
+        u64s(&tables::select(&r.records, &[("mode", mode)], &[("depth", depth)]).unwrap(), "flights")
+    };
+    assert_eq!(flights("pipelined", 5), [1, 1, 1]);
+    assert_eq!(flights("request-response", 5), [5, 5, 5]);
+    let ratio = tables::select(&r.records, &[("mode", "ratio")], &[]).unwrap();
+    assert_eq!(ratio.height(), 2);
+    assert!(tables::floats(&ratio, "speedup").unwrap().iter().all(|s| *s > 0.0));
+
+    // The server counts every connection the driver holds; the jemalloc build reports its live heap.
+    let conns = Spec::parse(CONNECTIONS, Path::new("conns.toml")).unwrap();
+    let run = runner::run_spec(&opts, Path::new("conns.toml"), &conns, &mut bins, &multi).unwrap();
+    let c = dataset::load_run(&run.dir).unwrap();
+    assert_eq!(u64s(&c.records, "connections"), [2, 40]);
+    assert_eq!(u64s(&c.records, "server_connections"), [2, 40]);
+    assert!(u64s(&c.records, "live_heap_bytes").iter().all(|b| *b > 0));
+    assert!(u64s(&c.records, "server_open_files_limit").iter().all(|f| *f >= 104));
+
+    // Each report renders from its dataset alone.
+    for (name, dir) in [("pipeline-depth", &r.dir), ("connection-scaling", &c.dir)] {
+        let report = REPORTS.iter().find(|x| x.name == name).unwrap();
+        let t = (report.table)(&dataset::load_run(dir).unwrap()).unwrap();
+        assert!(!t.rows.is_empty(), "{name}");
+        assert!(t.to_markdown().contains("| 40 |") || name != "connection-scaling", "{}", t.to_markdown());
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
