@@ -7,7 +7,9 @@
 # - TeX Live (pdflatex, latexmk), rsvg-convert and pdftoppm (Debian), which
 #   build the paper (`workbench paper`);
 # - a Python virtual environment in .venv with notebooks/requirements.txt,
-#   which runs the notebooks.
+#   which runs the notebooks; with WB_PEERS=1 (the main job) also
+#   scripts/requirements-peers.txt: chDB, upstream ClickHouse in process,
+#   the throughput experiment's peer (≈ 250 MB of wheels, so not for tests).
 # protoc needs nothing: prost-build uses the vendored binary.
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
@@ -44,6 +46,14 @@ if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
     python3 -m venv "$WB_ROOT/.venv"
     "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/notebooks/requirements.txt"
     echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
+fi
+if [ "${WB_PEERS:-0}" = 1 ]; then
+    peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
+    if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then
+        echo "setup: installing the peers' Python packages (chDB) into .venv"
+        "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/scripts/requirements-peers.txt"
+        echo "$peers_hash" > "$WB_ROOT/.venv/.peers"
+    fi
 fi
 # Load tests and servers raise their own descriptor limit; do it here too.
 ulimit -n 65536 2>/dev/null || true

@@ -32,6 +32,10 @@ pub const QUERIES: [(&str, &str); 3] = [
 pub const CREATE: &str = "CREATE TABLE t (id UInt64, user_id UInt32, ts DateTime, value Float64, \
                           category LowCardinality(String)) ORDER BY (category, ts)";
 
+/// The same table in upstream ClickHouse's DDL (the comparison's peer).
+pub const CREATE_CLICKHOUSE: &str = "CREATE TABLE t (id UInt64, user_id UInt32, ts DateTime, value Float64, \
+                                     category LowCardinality(String)) ENGINE = MergeTree ORDER BY (category, ts)";
+
 fn splitmix(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *x;

@@ -30,9 +30,31 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
 
 fn engine_name(engine: &str) -> String {
     match engine {
-        "ours" => "datastore-server".into(),
+        "ours" => "datastore-server (ZAP)".into(),
+        "clickhouse" => "ClickHouse (chDB, default threads)".into(),
+        "clickhouse-1-thread" => "ClickHouse (chDB, 1 thread)".into(),
         other => other.into(),
     }
+}
+
+/// What the run says of its peer: its version, or why it did not run.
+fn peer_note(run: &Run) -> Result<String> {
+    let Ok(df) = crate::tables::select(&run.records, &[("kind", "peer")], &[]) else { return Ok(String::new()) };
+    if df.height() == 0 {
+        return Ok(" No peer was configured for this run.".into());
+    }
+    let text = |col: &str| -> Option<String> { df.column(col).ok()?.str().ok()?.get(0).map(str::to_string) };
+    Ok(match text("version") {
+        Some(v) => format!(
+            " The peer is {v}, in process through its Python API (its clients are Python threads, one cursor \
+             each), on the same rows loaded from a Parquet export, with quantileExact for our exact quantile; \
+             its first answer to each query was checked equal to ours."
+        ),
+        None => format!(
+            " ClickHouse (chDB) did not run: {}.",
+            text("reason").unwrap_or_else(|| "no reason recorded".into())
+        ),
+    })
 }
 
 fn table(run: &Run) -> Result<Table> {
@@ -49,7 +71,12 @@ fn table(run: &Run) -> Result<Table> {
                 )?))
             };
             let Some(qps) = pick("qps")? else { continue };
-            let rss = values(run, &[("kind", "rss"), ("query", &query)], &[("concurrency", c)], "rss_bytes")?;
+            let rss = values(
+                run,
+                &[("kind", "rss"), ("engine", &engine), ("query", &query)],
+                &[("concurrency", c)],
+                "rss_bytes",
+            )?;
             let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
             rows.push(vec![
                 engine_name(&engine),
@@ -71,10 +98,11 @@ fn table(run: &Run) -> Result<Table> {
             "Closed-loop throughput over ZAP on {} rows: each client (one thread, one connection) sends its next \
              query when the last is answered, for {} s per query and client count; every answer is checked equal \
              to the first. Server in its own process, its RSS sampled every 100 ms (median and peak over the \
-             cell). Medians of {} run(s).",
+             cell; for the peer, the RSS of its whole process). Medians of {} run(s).{}",
             param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
             param("seconds"),
             s.map_or(1, |s| s.repetitions),
+            peer_note(run)?,
         ),
         header: vec!["Engine", "Query", "Clients", "QPS", "p50 (ms)", "p99 (ms)", "RSS (median)", "RSS (peak)"],
         rows,

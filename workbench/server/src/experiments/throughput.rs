@@ -3,20 +3,33 @@
 //! back for a fixed time; QPS and latency percentiles per (query, c). The
 //! server's RSS is sampled every 100 ms throughout.
 //!
+//! Beside it, when `chdb` names a command, upstream ClickHouse in process
+//! (chDB, `scripts/chdb_engine.py`) on the same rows (loaded from this
+//! cell's Parquet export into `MergeTree ORDER BY (category, ts)`, optimised
+//! to one part), the same queries (`quantileExact` for our exact quantile),
+//! the same closed loop, interleaved with ours query by query; at each
+//! `chdb_threads` setting (0 = its default, one per core).
+//!
 //! Params: `rows` (table size), `concurrency` (client counts), `seconds`
-//! per (query, c), `batch` (rows per insert when loading).
+//! per (query, c), `batch` (rows per insert when loading), `chdb`
+//! (command, e.g. `[".venv/bin/python", "scripts/chdb_engine.py"]`),
+//! `chdb_threads`.
 //! Records: `kind = "query"`: engine, query, concurrency, queries, seconds,
 //! qps, p50_ms, p99_ms, mean_ms; `kind = "rss"`: t_s, rss_bytes and the
-//! query and concurrency running then (`load` while the table loads).
+//! engine, query and concurrency running then; `kind = "peer"`: whether
+//! the peer ran, its version, or why not.
 //!
-//! Every answer is compared with the first answer of its query: a server
-//! that answers differently under load fails the cell.
+//! Every answer is compared with the first answer of its query, and the
+//! peer's first answer with ours (counts exact, floats to 1e-9 relative,
+//! rows in order where the query orders them): an engine that answers
+//! differently fails the cell.
 
 use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::client::{Client, Rows};
 use anyhow::{bail, Context, Result};
 use datastore::gen;
 use serde_json::json;
+use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,60 +58,282 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         bail!("the load driver may open {fds} files; {max} clients need more (params.concurrency)");
     }
     let server = ServerChild::spawn(&data, cell.trace.as_deref(), &[])?;
+    let chdb_cmd: Vec<String> = cell.param("chdb", Vec::new())?;
+    let chdb_threads: Vec<u64> = cell.param("chdb_threads", vec![0])?;
+    let mut peer = match chdb_cmd.is_empty() {
+        true => None,
+        false => {
+            let parquet = cell.work_dir.join("t.parquet");
+            gen::write_parquet(&parquet, cell.seed, rows, batch)
+                .with_context(|| format!("writing {}", parquet.display()))?;
+            match Chdb::start(&chdb_cmd, &parquet) {
+                Ok(p) => {
+                    out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": true,
+                        "version": p.version, "load_seconds": p.load_seconds}))?;
+                    Some(p)
+                }
+                Err(e) => {
+                    eprintln!("note: ClickHouse (chDB) not measured: {e:#}");
+                    out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": false,
+                        "reason": format!("{e:#}")}))?;
+                    None
+                }
+            }
+        }
+    };
     let expected: Vec<Rows> = {
         let mut c = Client::connect(server.addr)?;
         gen::QUERIES.iter().map(|(_, sql)| c.execute(sql)).collect::<Result<_, _>>()?
     };
 
     // The sampler: the server's RSS every 100 ms, tagged with what runs.
-    let phase = Arc::new(Mutex::new(("warm-up".to_string(), 0usize)));
+    // The sampler: the RSS of the engine running now, every 100 ms.
+    let phase = Arc::new(Mutex::new(Phase { engine: "ours".into(), query: "warm-up".into(), c: 0, pid: server.pid() }));
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
-        let (phase, stop, pid) = (phase.clone(), stop.clone(), server.pid());
+        let (phase, stop) = (phase.clone(), stop.clone());
         std::thread::spawn(move || {
             let start = Instant::now();
             let mut samples = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                if let Some(r) = probe::rss::read_pid(pid) {
-                    let (q, c) = phase.lock().map(|p| p.clone()).unwrap_or_default();
-                    samples.push((start.elapsed().as_secs_f64(), r.rss, q, c));
+                let p = phase.lock().map(|p| p.clone()).ok();
+                if let Some(p) = p {
+                    if let Some(r) = probe::rss::read_pid(p.pid) {
+                        samples.push((start.elapsed().as_secs_f64(), r.rss, p));
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
             samples
         })
     };
+    let set_phase = |engine: &str, query: &str, c: usize, pid: u32| {
+        if let Ok(mut p) = phase.lock() {
+            *p = Phase { engine: engine.into(), query: query.into(), c, pid };
+        }
+    };
 
-    let total = levels.len() * gen::QUERIES.len();
+    let engines = 1 + peer.as_ref().map_or(0, |_| chdb_threads.len());
+    let total = levels.len() * gen::QUERIES.len() * engines;
     let mut done = 0;
     let result = (|| -> Result<()> {
         for &c in &levels {
             for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
-                if let Ok(mut p) = phase.lock() {
-                    *p = (name.to_string(), c);
-                }
+                set_phase("ours", name, c, server.pid());
                 let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
                     .with_context(|| format!("{name} at {c} client(s)"))?;
-                let mut ms: Vec<f64> = lat.iter().map(|d| d * 1e3).collect();
-                let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
-                out.emit(json!({
-                    "kind": "query", "engine": "ours", "query": name, "concurrency": c, "rows": rows,
-                    "queries": ms.len(), "seconds": secs, "qps": ms.len() as f64 / secs,
-                    "p50_ms": percentile(&mut ms, 50.0), "p99_ms": percentile(&mut ms, 99.0), "mean_ms": mean,
-                }))?;
+                emit_query(out, "ours", name, c, rows, lat, secs)?;
                 done += 1;
                 progress(done, total);
+                let Some(p) = peer.as_mut() else { continue };
+                for &threads in &chdb_threads {
+                    let engine = match threads {
+                        0 => "clickhouse".to_string(),
+                        n => format!("clickhouse-{n}-thread"),
+                    };
+                    set_phase(&engine, name, c, p.pid());
+                    let (lat, secs, got) = p
+                        .run(&clickhouse_sql(sql), c, seconds, threads)
+                        .with_context(|| format!("ClickHouse: {name} at {c} client(s)"))?;
+                    same_answer(name, sql, &expected[qi], &got)?;
+                    emit_query(out, &engine, name, c, rows, lat, secs)?;
+                    done += 1;
+                    progress(done, total);
+                }
             }
         }
         Ok(())
     })();
     stop.store(true, Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();
-    for (t, rss, q, c) in samples {
-        out.emit(json!({"kind": "rss", "t_s": t, "rss_bytes": rss, "query": q, "concurrency": c, "rows": rows}))?;
+    for (t, rss, p) in samples {
+        out.emit(json!({"kind": "rss", "t_s": t, "rss_bytes": rss, "engine": p.engine, "query": p.query,
+            "concurrency": p.c, "rows": rows}))?;
+    }
+    if let Some(p) = peer {
+        p.quit();
     }
     result?;
     server.stop()
+}
+
+/// What runs now, for the RSS sampler.
+#[derive(Clone, Default)]
+struct Phase {
+    engine: String,
+    query: String,
+    c: usize,
+    pid: u32,
+}
+
+fn emit_query(
+    out: &mut Records,
+    engine: &str,
+    query: &str,
+    c: usize,
+    rows: u64,
+    lat: Vec<f64>,
+    secs: f64,
+) -> Result<()> {
+    let mut ms: Vec<f64> = lat.iter().map(|d| d * 1e3).collect();
+    let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
+    out.emit(json!({
+        "kind": "query", "engine": engine, "query": query, "concurrency": c, "rows": rows,
+        "queries": ms.len(), "seconds": secs, "qps": ms.len() as f64 / secs,
+        "p50_ms": percentile(&mut ms, 50.0), "p99_ms": percentile(&mut ms, 99.0), "mean_ms": mean,
+    }))
+}
+
+/// Our SQL in ClickHouse's dialect: our `quantile` is exact, ClickHouse's
+/// is sampled, so theirs is `quantileExact`.
+pub fn clickhouse_sql(sql: &str) -> String {
+    sql.replace("quantile(", "quantileExact(")
+}
+
+/// A cell of an answer, compared across engines.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Num(f64),
+    Text(String),
+    Null,
+}
+
+fn ours_cells(r: &Rows) -> Vec<Vec<Answer>> {
+    use datastore::Value;
+    r.rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| match v {
+                    Value::U(x) => Answer::Num(*x as f64),
+                    Value::I(x) => Answer::Num(*x as f64),
+                    Value::F(x) => Answer::Num(*x),
+                    Value::S(s) => Answer::Text(s.clone()),
+                    Value::Null => Answer::Null,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn their_cells(rows: &[Vec<serde_json::Value>]) -> Vec<Vec<Answer>> {
+    rows.iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| match v {
+                    serde_json::Value::Number(n) => Answer::Num(n.as_f64().unwrap_or(f64::NAN)),
+                    // 64-bit integers may arrive quoted.
+                    serde_json::Value::String(s) => s.parse().map_or_else(|_| Answer::Text(s.clone()), Answer::Num),
+                    serde_json::Value::Null => Answer::Null,
+                    other => Answer::Text(other.to_string()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn close(a: &Answer, b: &Answer) -> bool {
+    match (a, b) {
+        (Answer::Num(x), Answer::Num(y)) => x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+        _ => a == b,
+    }
+}
+
+/// Both engines' answers agree: counts exactly, floats to 1e-9 relative;
+/// rows compared in order when the query orders them, as sets otherwise.
+fn same_answer(name: &str, sql: &str, ours: &Rows, theirs: &[Vec<serde_json::Value>]) -> Result<()> {
+    let (mut a, mut b) = (ours_cells(ours), their_cells(theirs));
+    if !sql.contains("ORDER BY") {
+        let key = |r: &Vec<Answer>| format!("{:?}", r.first());
+        a.sort_by_key(key);
+        b.sort_by_key(key);
+    }
+    let same = a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| close(p, q)));
+    if !same {
+        bail!("{name}: ClickHouse answered {b:?}, we answered {a:?}");
+    }
+    Ok(())
+}
+
+/// `scripts/chdb_engine.py` in a child process, the table loaded.
+struct Chdb {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    version: String,
+    load_seconds: f64,
+}
+
+impl Chdb {
+    fn start(cmd: &[String], parquet: &std::path::Path) -> Result<Chdb> {
+        let (prog, args) = cmd.split_first().context("params.chdb is empty")?;
+        let mut child = std::process::Command::new(prog)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", cmd.join(" ")))?;
+        let stdin = child.stdin.take().context("chdb stdin")?;
+        let stdout = std::io::BufReader::new(child.stdout.take().context("chdb stdout")?);
+        let mut p = Chdb { child, stdin, stdout, version: String::new(), load_seconds: 0.0 };
+        let hello = p.read()?;
+        if hello["ready"] != true {
+            bail!("{}", hello["reason"].as_str().unwrap_or("chDB did not start"));
+        }
+        p.version = format!(
+            "ClickHouse {} (chDB {})",
+            hello["version"].as_str().unwrap_or("?"),
+            hello["chdb"].as_str().unwrap_or("?")
+        );
+        let loaded = p.call(json!({"cmd": "load", "parquet": parquet, "create": gen::CREATE_CLICKHOUSE}))?;
+        p.load_seconds = loaded["seconds"].as_f64().unwrap_or(f64::NAN);
+        eprintln!("{} loaded {} rows in {:.1} s", p.version, loaded["rows"], p.load_seconds);
+        Ok(p)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn read(&mut self) -> Result<serde_json::Value> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            bail!("chDB's process closed its output");
+        }
+        serde_json::from_str(&line).with_context(|| format!("chDB printed {line:?}"))
+    }
+
+    fn call(&mut self, req: serde_json::Value) -> Result<serde_json::Value> {
+        writeln!(self.stdin, "{req}")?;
+        self.stdin.flush()?;
+        let r = self.read()?;
+        if let Some(e) = r.get("error") {
+            bail!("chDB: {e}");
+        }
+        Ok(r)
+    }
+
+    /// The closed loop on ClickHouse's side: latencies (s), elapsed time, first answer.
+    fn run(
+        &mut self,
+        sql: &str,
+        clients: usize,
+        seconds: f64,
+        threads: u64,
+    ) -> Result<(Vec<f64>, f64, Vec<Vec<serde_json::Value>>)> {
+        let r = self
+            .call(json!({"cmd": "run", "sql": sql, "clients": clients, "seconds": seconds, "max_threads": threads}))?;
+        let lat = serde_json::from_value(r["latencies"].clone()).context("chDB latencies")?;
+        let rows = serde_json::from_value(r["rows"].clone()).context("chDB rows")?;
+        Ok((lat, r["elapsed"].as_f64().unwrap_or(f64::NAN), rows))
+    }
+
+    fn quit(mut self) {
+        let _ = writeln!(self.stdin, "{}", json!({"cmd": "quit"}));
+        let _ = self.stdin.flush();
+        let _ = self.child.wait();
+    }
 }
 
 /// `clients` threads each run `sql` back to back until `seconds` have passed
@@ -139,4 +374,36 @@ fn closed_loop(
         Ok::<_, anyhow::Error>(all)
     })?;
     Ok((lat, start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datastore::{ColumnType, Value};
+    use serde_json::json;
+
+    fn ours(rows: Vec<Vec<Value>>) -> Rows {
+        Rows { names: vec!["c".into(), "n".into()], types: vec![ColumnType::String, ColumnType::UInt64], rows }
+    }
+
+    #[test]
+    fn answers_compare_as_sets_unless_ordered() {
+        let a =
+            ours(vec![vec![Value::S("api".into()), Value::U(3)], vec![Value::S("web".into()), Value::F(0.1 + 0.2)]]);
+        let theirs = |x: serde_json::Value| serde_json::from_value::<Vec<Vec<serde_json::Value>>>(x).unwrap();
+        // Unordered GROUP BY: their order differs, 64-bit counts arrive quoted, floats within 1e-9.
+        let b = theirs(json!([["web", 0.3], ["api", "3"]]));
+        same_answer("q", "SELECT c, count() FROM t GROUP BY c", &a, &b).unwrap();
+        // An ordered query must match in order.
+        assert!(same_answer("q", "SELECT c, n FROM t ORDER BY n", &a, &b).is_err());
+        // A count off by one is a different answer.
+        let c = theirs(json!([["api", 4], ["web", 0.3]]));
+        let e = same_answer("q", "SELECT c, count() FROM t GROUP BY c", &a, &c).unwrap_err().to_string();
+        assert!(e.contains("ClickHouse answered"), "{e}");
+    }
+
+    #[test]
+    fn our_exact_quantile_is_theirs_exact() {
+        assert_eq!(clickhouse_sql("SELECT quantile(0.9)(value) FROM t"), "SELECT quantileExact(0.9)(value) FROM t");
+    }
 }
