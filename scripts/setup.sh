@@ -9,7 +9,8 @@
 # - a Python virtual environment in .venv with notebooks/requirements.txt,
 #   which runs the notebooks; with WB_PEERS=1 (the main job) also
 #   scripts/requirements-peers.txt: chDB, upstream ClickHouse in process,
-#   the throughput experiment's peer (≈ 250 MB of wheels, so not for tests).
+#   the throughput experiment's peer (≈ 250 MB of wheels, so not for tests),
+#   and the build-stages tools: llvm-tools (rustup) and bolt-16 (apt).
 # protoc needs nothing: prost-build uses the vendored binary.
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
@@ -48,6 +49,16 @@ if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
     echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
 fi
 if [ "${WB_PEERS:-0}" = 1 ]; then
+    # The build-stages experiment: llvm-profdata (PGO) and llvm-bolt (BOLT).
+    if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
+        echo "setup: installing rustup component llvm-tools (llvm-profdata)"
+        rustup component add llvm-tools
+    fi
+    if ! command -v llvm-bolt-16 >/dev/null; then
+        echo "setup: installing bolt-16 (apt: llvm-bolt, merge-fdata)"
+        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bolt-16 >/dev/null
+    fi
     peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
     if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then
         echo "setup: installing the peers' Python packages (chDB) into .venv"

@@ -17,6 +17,9 @@ pub struct Manifest {
     pub features: std::collections::BTreeMap<String, Vec<String>>,
     /// Allocator of each variant.
     pub allocators: std::collections::BTreeMap<String, String>,
+    /// How each variant was built (profile overrides, PGO, BOLT).
+    #[serde(default)]
+    pub builds: std::collections::BTreeMap<String, String>,
     pub cpu_model: String,
     pub cores: usize,
     pub kernel: String,

@@ -247,7 +247,23 @@ pub fn run_spec(
         if resumed > 0 && overall.position() as usize == resumed {
             say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.dataset(), cells.len()));
         }
-        let bin = bins.get(&opts.root, p.target, &p.variant, multi)?;
+        let bin = match bins.get(&opts.root, p.target, &p.variant, multi) {
+            Ok(b) => b,
+            // A profile-guided or post-linked stage may fail in a tool this
+            // machine lacks: the dataset says so with the tool's error.
+            Err(e) if variants::get(&p.variant).is_some_and(|v| v.pgo || v.bolt) => {
+                say(multi, format!("{}: {} not built: {e:#}", spec.dataset(), p.variant));
+                let mut r = p.fields.clone();
+                r.insert("kind".into(), Value::from("build-failed"));
+                r.insert("error".into(), Value::from(format!("{e:#}")));
+                r.insert("variant".into(), Value::from(p.variant.clone()));
+                r.insert("rep".into(), Value::from(p.rep));
+                dataset::write_atomic(&out, format!("{}\n", serde_json::to_string(&r)?).as_bytes())?;
+                overall.inc(1);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         check_revision(&bin, p.target, &rev)?;
         overall.set_message(p.id.clone());
         let t = Instant::now();
@@ -314,6 +330,7 @@ pub fn run_spec(
             .map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect()))
             .collect(),
         allocators: spec.variants.iter().map(|v| (v.clone(), variants::allocator(v).to_string())).collect(),
+        builds: spec.variants.iter().map(|v| (v.clone(), variants::describe(v))).collect(),
         cpu_model: manifest::cpu_model(),
         cores: manifest::cores(),
         kernel: manifest::kernel(),

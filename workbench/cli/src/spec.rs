@@ -100,9 +100,6 @@ fn one() -> u32 {
     1
 }
 
-/// The variants a subject can be built in.
-pub const VARIANTS: &[&str] = &["dhat", "jemalloc", "jemalloc-plain", "system"];
-
 /// A spec that failed to load, naming the file and what is wrong in it.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
@@ -185,8 +182,9 @@ impl Spec {
             return bad("variants", "list at least one allocator variant".into());
         }
         for v in &self.variants {
-            if !VARIANTS.contains(&v.as_str()) {
-                return bad("variants", format!("unknown variant {v:?}; known: {VARIANTS:?}"));
+            let known = crate::variants::names();
+            if !known.contains(&v.as_str()) {
+                return bad("variants", format!("unknown variant {v:?}; known: {known:?}"));
             }
         }
         for (name, s) in [("quick", &self.quick), ("full", &self.full)] {

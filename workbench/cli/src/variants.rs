@@ -1,9 +1,12 @@
-//! Building a target binary (`subject`, `datastore-server`) once per
-//! allocator variant.
+//! Building a target binary (`subject`, `datastore-server`) once per build
+//! variant. A variant is an allocator feature, cargo profile overrides,
+//! and optionally profile-guided optimisation (an instrumented build, a
+//! training run, `llvm-profdata merge`, a rebuild) and a post-link step
+//! (BOLT, trained with its own instrumentation on the same workload).
 //!
 //! Each variant gets its own target directory (`target/variants/<name>`, or
-//! under the directory a test names) so that switching features never
-//! rebuilds another variant's artifacts.
+//! under the directory a test names) so that switching features or flags
+//! never rebuilds another variant's artifacts.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -11,72 +14,312 @@ use std::process::{Command, Stdio};
 
 use crate::spec::Target;
 
-/// The cargo profile subjects are built with.
+/// The cargo profile every variant starts from.
 pub const PROFILE: &str = "release";
+
+/// One way of building a target.
+pub struct Variant {
+    pub name: &'static str,
+    /// Cargo features that select the allocator.
+    pub features: &'static [&'static str],
+    pub allocator: &'static str,
+    /// Cargo profile settings, as `CARGO_PROFILE_RELEASE_*` variables.
+    pub profile_env: &'static [(&'static str, &'static str)],
+    /// Profile-guided: instrumented build, training run, merge, rebuild.
+    pub pgo: bool,
+    /// BOLT after linking, trained on the same workload.
+    pub bolt: bool,
+}
+
+const FAT_LTO: &[(&str, &str)] = &[("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")];
+const GLIBC: &str = "system (glibc malloc)";
+
+/// Every variant a spec may name.
+/// NOTE: the dhat build carries full debug info because with line tables
+/// only, an inlined frame resolves to its bare name (`new`, `alloc`) and a
+/// trace cannot say which crate or type a site belongs to.
+pub const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "dhat",
+        features: &["dhat"],
+        allocator: "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
+        profile_env: &[("CARGO_PROFILE_RELEASE_DEBUG", "limited")],
+        pgo: false,
+        bolt: false,
+    },
+    Variant {
+        name: "jemalloc",
+        features: &["jemalloc"],
+        allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+    },
+    Variant {
+        name: "jemalloc-plain",
+        features: &["jemalloc-plain"],
+        allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats compiled out)",
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+    },
+    Variant { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
+    Variant { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    Variant {
+        name: "thinlto",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: &[("CARGO_PROFILE_RELEASE_LTO", "thin")],
+        pgo: false,
+        bolt: false,
+    },
+    Variant { name: "fatlto", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: false, bolt: false },
+    Variant { name: "pgo", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: false },
+    Variant { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
+];
+
+/// The variant named `name`.
+pub fn get(name: &str) -> Option<&'static Variant> {
+    VARIANTS.iter().find(|v| v.name == name)
+}
+
+/// Every variant's name (for spec validation).
+pub fn names() -> Vec<&'static str> {
+    VARIANTS.iter().map(|v| v.name).collect()
+}
 
 /// Cargo features that select a variant.
 pub fn features(variant: &str) -> &'static [&'static str] {
-    match variant {
-        "dhat" => &["dhat"],
-        "jemalloc" => &["jemalloc"],
-        "jemalloc-plain" => &["jemalloc-plain"],
-        _ => &[],
-    }
+    get(variant).map_or(&[], |v| v.features)
 }
 
 /// The allocator a variant links.
 pub fn allocator(variant: &str) -> &'static str {
-    match variant {
-        "dhat" => "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
-        "jemalloc" => "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
-        "jemalloc-plain" => "tikv-jemallocator 0.7 (jemalloc 5, stats compiled out)",
-        _ => "system (glibc malloc)",
+    get(variant).map_or(GLIBC, |v| v.allocator)
+}
+
+/// How a variant is built, in words, for the manifest.
+pub fn describe(variant: &str) -> String {
+    let Some(v) = get(variant) else { return "unknown".into() };
+    let mut parts: Vec<String> = vec![format!("profile {PROFILE}")];
+    parts.extend(
+        v.profile_env.iter().map(|(k, val)| format!("{}={val}", k.trim_start_matches("CARGO_PROFILE_RELEASE_"))),
+    );
+    if !v.features.is_empty() {
+        parts.push(format!("features {}", v.features.join(",")));
     }
+    if v.pgo {
+        parts.push("PGO (trained on the throughput workload, llvm-profdata merge)".into());
+    }
+    if v.bolt {
+        parts.push("BOLT (llvm-bolt, instrumentation-trained on the same workload)".into());
+    }
+    parts.join(", ")
 }
 
 /// Cargo profile settings a variant overrides, as `CARGO_PROFILE_*` variables.
-/// NOTE: the dhat build carries full debug info because with line tables
-/// only, an inlined frame resolves to its bare name (`new`, `alloc`) and a
-/// trace cannot say which crate or type a site belongs to.
 pub fn profile_env(variant: &str) -> &'static [(&'static str, &'static str)] {
-    match variant {
-        "dhat" => &[("CARGO_PROFILE_RELEASE_DEBUG", "limited")],
-        _ => &[],
-    }
+    get(variant).map_or(&[], |v| v.profile_env)
 }
 
-/// Builds `target` for `variant` and returns the binary's path. Both
-/// targets of a variant share one target directory (their common crates
-/// build once). Cargo's output goes to `log`, named in the error if the
-/// build fails.
+/// Builds `target` for `variant` and returns the binary's path. Cargo's
+/// and the tools' output goes to `log`, named in the error if a step fails.
 pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {
+    let v = get(variant).with_context(|| format!("unknown variant {variant:?}"))?;
+    if let Some(d) = log.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let mut log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    if !v.pgo {
+        return cargo_build(root, &dir.join(variant), target, v, "", &mut log_file, log);
+    }
+    if target != Target::DatastoreServer {
+        bail!("variant {variant}: profile-guided builds train on the datastore server's workload only");
+    }
+    // 1. An instrumented build, run on the training workload.
+    let profiles = dir.join(format!("{variant}-profiles"));
+    let _ = std::fs::remove_dir_all(&profiles);
+    std::fs::create_dir_all(&profiles).with_context(|| format!("creating {}", profiles.display()))?;
+    let gen_flags = format!("-Cprofile-generate={}", profiles.display());
+    let gen = cargo_build(root, &dir.join(format!("{variant}-gen")), target, v, &gen_flags, &mut log_file, log)?;
+    train(&gen, &dir.join(format!("{variant}-train")), &mut log_file, log)?;
+    // 2. The profiles merged, the target rebuilt with them.
+    let profdata = dir.join(format!("{variant}.profdata"));
+    let raw: Vec<PathBuf> = std::fs::read_dir(&profiles)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    if raw.is_empty() {
+        bail!("variant {variant}: the training run wrote no .profraw into {}", profiles.display());
+    }
+    run_tool(Command::new(llvm_profdata()?).arg("merge").arg("-o").arg(&profdata).args(&raw), &mut log_file, log)?;
+    let mut use_flags = format!("-Cprofile-use={}", profdata.display());
+    if v.bolt {
+        // BOLT rewrites code only where the linker kept relocations.
+        use_flags.push_str(" -Clink-arg=-Wl,--emit-relocs");
+    }
+    let bin = cargo_build(root, &dir.join(variant), target, v, &use_flags, &mut log_file, log)?;
+    if !v.bolt {
+        return Ok(bin);
+    }
+    // 3. BOLT: instrument, train, optimise with the profile.
+    let bolt = tool("llvm-bolt-16", "llvm-bolt")?;
+    let fdata_dir = dir.join(format!("{variant}-fdata"));
+    let _ = std::fs::remove_dir_all(&fdata_dir);
+    std::fs::create_dir_all(&fdata_dir)?;
+    let inst = dir.join(format!("{variant}.instrumented"));
+    run_tool(
+        Command::new(&bolt)
+            .arg(&bin)
+            .arg("-instrument")
+            .arg(format!("--instrumentation-file={}", fdata_dir.join("prof.fdata").display()))
+            .arg("--instrumentation-file-append-pid")
+            .arg("-o")
+            .arg(&inst),
+        &mut log_file,
+        log,
+    )?;
+    train(&inst, &dir.join(format!("{variant}-bolt-train")), &mut log_file, log)?;
+    let fdata: Vec<PathBuf> = std::fs::read_dir(&fdata_dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    if fdata.is_empty() {
+        bail!("variant {variant}: the BOLT training run wrote no profile into {}", fdata_dir.display());
+    }
+    let merged = dir.join(format!("{variant}.fdata"));
+    let out =
+        Command::new(tool("merge-fdata-16", "merge-fdata")?).args(&fdata).output().context("running merge-fdata")?;
+    if !out.status.success() {
+        bail!("merge-fdata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    std::fs::write(&merged, &out.stdout)?;
+    let bolted = dir.join(format!("{variant}.bolt"));
+    run_tool(
+        Command::new(&bolt)
+            .arg(&bin)
+            .arg("-o")
+            .arg(&bolted)
+            .arg(format!("-data={}", merged.display()))
+            .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort", "-split-functions", "-split-all-cold"])
+            .args(["-dyno-stats"]),
+        &mut log_file,
+        log,
+    )?;
+    Ok(bolted)
+}
+
+fn cargo_build(
+    root: &Path,
+    target_dir: &Path,
+    target: Target,
+    v: &Variant,
+    rustflags: &str,
+    log_file: &mut std::fs::File,
+    log: &Path,
+) -> Result<PathBuf> {
     let (package, name) = target.package_and_bin();
-    let target_dir = dir.join(variant);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
         .args(["build", "--profile", PROFILE, "-p", package, "--bin", name, "--target-dir"])
-        .arg(&target_dir);
-    cmd.envs(profile_env(variant).iter().copied());
-    let feats = features(variant);
-    if !feats.is_empty() {
-        cmd.arg("--features").arg(feats.join(","));
+        .arg(target_dir);
+    cmd.envs(v.profile_env.iter().copied());
+    if !rustflags.is_empty() {
+        cmd.env("RUSTFLAGS", rustflags);
     }
-    if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if !v.features.is_empty() {
+        cmd.arg("--features").arg(v.features.join(","));
     }
-    let log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let status = cmd
         .stdout(Stdio::null())
-        .stderr(log_file)
+        .stderr(log_file.try_clone()?)
         .status()
-        .with_context(|| format!("running cargo to build {name} ({variant})"))?;
+        .with_context(|| format!("running cargo to build {name} ({})", v.name))?;
     if !status.success() {
-        bail!("building {name} ({variant}) failed ({status}); see {}", log.display());
+        bail!("building {name} ({}) failed ({status}); see {}", v.name, log.display());
     }
     let bin = target_dir.join(PROFILE).join(name);
     if !bin.exists() {
         bail!("cargo succeeded but {} is missing", bin.display());
     }
     Ok(bin)
+}
+
+/// The training workload of profile-guided builds: a short run of the
+/// server's throughput experiment (the three queries at one and two
+/// clients on 300,000 rows), the driver and the server both instrumented.
+fn train(bin: &Path, work: &Path, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
+    let _ = std::fs::remove_dir_all(work);
+    let cell = serde_json::json!({
+        "experiment": "throughput",
+        "params": {"rows": 300_000, "batch": 100_000, "concurrency": [1, 2], "seconds": 0.5},
+        "seed": 7,
+        "work_dir": work,
+    });
+    let r = run_tool(Command::new(bin).arg("cell").arg(cell.to_string()), log_file, log);
+    let _ = std::fs::remove_dir_all(work);
+    r
+}
+
+fn run_tool(cmd: &mut Command, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
+    use std::io::Write;
+    let shown = format!("{cmd:?}");
+    writeln!(log_file, "$ {shown}")?;
+    let status = cmd
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file.try_clone()?)
+        .status()
+        .with_context(|| format!("running {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed ({status}); see {}", log.display());
+    }
+    Ok(())
+}
+
+/// A tool on PATH under either name.
+fn tool(first: &str, second: &str) -> Result<PathBuf> {
+    for name in [first, second] {
+        if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
+            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && !p.is_empty() {
+                return Ok(PathBuf::from(p));
+            }
+        }
+    }
+    bail!("neither {first} nor {second} is installed (Debian's bolt-16 has them; scripts/setup.sh installs it with WB_PEERS=1)")
+}
+
+/// llvm-profdata from the toolchain's llvm-tools component (rustup), which
+/// matches rustc's LLVM and so reads the profiles it writes.
+fn llvm_profdata() -> Result<PathBuf> {
+    let out = Command::new("rustc").args(["--print", "sysroot"]).output().context("running rustc --print sysroot")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let out = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let host = text.lines().find_map(|l| l.strip_prefix("host: ")).unwrap_or("x86_64-unknown-linux-gnu").trim();
+    let p = sysroot.join("lib/rustlib").join(host).join("bin/llvm-profdata");
+    if !p.exists() {
+        let st = Command::new("rustup").args(["component", "add", "llvm-tools"]).status();
+        if !st.is_ok_and(|s| s.success()) || !p.exists() {
+            bail!("{} is missing and `rustup component add llvm-tools` did not provide it", p.display());
+        }
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_are_unique_and_stages_build_up() {
+        let names = names();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        let bolt = get("pgo-bolt").unwrap();
+        assert!(bolt.pgo && bolt.bolt && bolt.profile_env == get("fatlto").unwrap().profile_env);
+        assert!(describe("pgo-bolt").contains("LTO=fat") && describe("pgo-bolt").contains("BOLT"));
+        assert_eq!(features("dhat"), ["dhat"]);
+    }
 }

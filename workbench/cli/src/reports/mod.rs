@@ -9,7 +9,7 @@
 //! - [`Report`], [`REPORTS`]: the registry; the codec and transport
 //!   experiments' tables and figures still live in [`crate::tables`] and
 //!   [`crate::figures`], registered here.
-//! - [`connection_scaling`], [`pipeline_depth`], [`throughput`]: the
+//! - [`build_stages`], [`connection_scaling`], [`pipeline_depth`], [`throughput`]: the
 //!   datastore server's experiments, one file each.
 
 use crate::dataset::Run;
@@ -17,6 +17,7 @@ use crate::tables::{self, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
+pub mod build_stages;
 pub mod connection_scaling;
 pub mod pipeline_depth;
 pub mod throughput;
@@ -58,6 +59,7 @@ pub const REPORTS: &[Report] = &[
         figure: None,
     },
     Report { name: "instrumentation-cost", table: tables::instrumentation_cost, figure: None },
+    build_stages::REPORT,
     connection_scaling::REPORT,
     pipeline_depth::REPORT,
     throughput::REPORT,

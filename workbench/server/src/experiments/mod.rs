@@ -14,7 +14,8 @@
 //! # Layout
 //! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
 //!   spec's per-scale settings, naming the key at fault.
-//! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry.
+//! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
+//!   connection-scaling, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink.
 
@@ -27,6 +28,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+pub mod build_stages;
 pub mod connection_scaling;
 pub mod pipeline_depth;
 pub mod throughput;
@@ -65,10 +67,10 @@ pub struct Experiment {
 
 /// Every experiment the server runs (the workbench checks spec names against these).
 pub const EXPERIMENTS: &[Experiment] =
-    &[connection_scaling::EXPERIMENT, pipeline_depth::EXPERIMENT, throughput::EXPERIMENT];
+    &[build_stages::EXPERIMENT, connection_scaling::EXPERIMENT, pipeline_depth::EXPERIMENT, throughput::EXPERIMENT];
 
 /// The experiments' names, for validating specs.
-pub const NAMES: &[&str] = &["connection-scaling", "pipeline-depth", "throughput"];
+pub const NAMES: &[&str] = &["build-stages", "connection-scaling", "pipeline-depth", "throughput"];
 
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
