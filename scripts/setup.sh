@@ -54,10 +54,10 @@ if [ "${WB_PEERS:-0}" = 1 ]; then
         echo "setup: installing rustup component llvm-tools (llvm-profdata)"
         rustup component add llvm-tools
     fi
-    if ! command -v llvm-bolt-16 >/dev/null; then
-        echo "setup: installing bolt-16 (apt: llvm-bolt, merge-fdata)"
+    if ! command -v llvm-bolt-16 >/dev/null || [ ! -f /usr/lib/llvm-16/lib/libbolt_rt_instr.a ]; then
+        echo "setup: installing bolt-16 and libbolt-16-dev (apt: llvm-bolt, merge-fdata, the instrumentation runtime)"
         SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bolt-16 >/dev/null
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bolt-16 libbolt-16-dev >/dev/null
     fi
     peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
     if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then

@@ -164,7 +164,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         return Ok(bin);
     }
     // 3. BOLT: instrument, train, optimise with the profile.
-    let bolt = tool("llvm-bolt-16", "llvm-bolt")?;
+    let bolt = bolt_tool("llvm-bolt")?;
     let fdata_dir = dir.join(format!("{variant}-fdata"));
     let _ = std::fs::remove_dir_all(&fdata_dir);
     std::fs::create_dir_all(&fdata_dir)?;
@@ -186,8 +186,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         bail!("variant {variant}: the BOLT training run wrote no profile into {}", fdata_dir.display());
     }
     let merged = dir.join(format!("{variant}.fdata"));
-    let out =
-        Command::new(tool("merge-fdata-16", "merge-fdata")?).args(&fdata).output().context("running merge-fdata")?;
+    let out = Command::new(bolt_tool("merge-fdata")?).args(&fdata).output().context("running merge-fdata")?;
     if !out.status.success() {
         bail!("merge-fdata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
@@ -260,32 +259,36 @@ fn train(bin: &Path, work: &Path, log_file: &mut std::fs::File, log: &Path) -> R
     r
 }
 
+/// Runs one step of a build, its output appended to the log; a failure
+/// names the program and quotes the last line it printed (the tool's error).
 fn run_tool(cmd: &mut Command, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
     use std::io::Write;
-    let shown = format!("{cmd:?}");
-    writeln!(log_file, "$ {shown}")?;
-    let status = cmd
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file.try_clone()?)
-        .status()
-        .with_context(|| format!("running {shown}"))?;
-    if !status.success() {
-        bail!("{shown} failed ({status}); see {}", log.display());
+    writeln!(log_file, "$ {cmd:?}")?;
+    let program = Path::new(cmd.get_program()).file_name().map_or_else(String::new, |n| n.to_string_lossy().into());
+    let out = cmd.output().with_context(|| format!("running {program}"))?;
+    log_file.write_all(&out.stdout)?;
+    log_file.write_all(&out.stderr)?;
+    if !out.status.success() {
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").trim().to_string();
+        bail!("{program} failed ({}): {last} (full output in {})", out.status, log.display());
     }
     Ok(())
 }
 
-/// A tool on PATH under either name.
-fn tool(first: &str, second: &str) -> Result<PathBuf> {
-    for name in [first, second] {
-        if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
-            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if out.status.success() && !p.is_empty() {
-                return Ok(PathBuf::from(p));
-            }
-        }
+/// A BOLT tool, by its path under LLVM's prefix.
+/// NOTE: not the `/usr/bin/llvm-bolt-16` symlink: llvm-bolt finds its
+/// instrumentation runtime relative to the path it was started as
+/// (`<dir>/../lib/libbolt_rt_instr.a`), which for the symlink is `/usr/lib`.
+fn bolt_tool(name: &str) -> Result<PathBuf> {
+    let p = Path::new("/usr/lib/llvm-16/bin").join(name);
+    if !p.exists() {
+        bail!(
+            "{} is missing (Debian's bolt-16 and libbolt-16-dev; scripts/setup.sh installs them with WB_PEERS=1)",
+            p.display()
+        );
     }
-    bail!("neither {first} nor {second} is installed (Debian's bolt-16 has them; scripts/setup.sh installs it with WB_PEERS=1)")
+    Ok(p)
 }
 
 /// llvm-profdata from the toolchain's llvm-tools component (rustup), which

@@ -27,7 +27,7 @@ fn stage_name(variant: &str) -> &str {
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let mut header = vec!["Build", "Binary"];
+    let mut header = vec!["Build", "Binary", "Without debug info"];
     header.extend(QUERIES.iter().map(|(name, _)| *name));
     header.extend(["RSS (median)", "RSS (peak)"]);
     let mut rows = Vec::new();
@@ -40,12 +40,14 @@ fn table(run: &Run) -> Result<Table> {
                 df.column("error").ok().and_then(|c| c.str().ok()?.get(0).map(str::to_string)).unwrap_or_default();
             failures.push(format!("{}: {}", stage_name(v), err.lines().next().unwrap_or("")));
             let mut row = vec![stage_name(v).to_string(), "not built".into()];
-            row.extend(std::iter::repeat_n(dash(), QUERIES.len() + 2));
+            row.extend(std::iter::repeat_n(dash(), QUERIES.len() + 3));
             rows.push(row);
             continue;
         }
         let size = median(&values(run, &[("kind", "binary"), ("variant", v)], &[], "binary_bytes")?);
-        let mut row = vec![stage_name(v).to_string(), size.map_or_else(dash, fmt::bytes)];
+        let stripped = median(&values(run, &[("kind", "binary"), ("variant", v)], &[], "stripped_bytes")?);
+        let mut row =
+            vec![stage_name(v).to_string(), size.map_or_else(dash, fmt::bytes), stripped.map_or_else(dash, fmt::bytes)];
         for (q, _) in QUERIES {
             let qps = median(&values(run, &[("kind", "query"), ("variant", v), ("query", q)], &[], "qps")?);
             row.push(qps.map_or_else(dash, fmt::sig3));
@@ -60,7 +62,8 @@ fn table(run: &Run) -> Result<Table> {
     let mut caption = format!(
         "The server built five ways from one commit; query columns are QPS at {} clients (closed loop over ZAP, {} s \
          per query) on {} rows; RSS sampled every 100 ms through the whole mix. PGO and BOLT train on a short run \
-         of the same three queries. Medians of {} run(s).",
+         of the same three queries. Binary sizes are the files as built (the release profile keeps line tables; BOLT \
+         drops debug info) and without debug info (strip --strip-debug). Medians of {} run(s).",
         param("concurrency").trim_matches(|c| c == '[' || c == ']'),
         param("seconds"),
         param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),

@@ -5,7 +5,8 @@
 //! every 100 ms through the query mix.
 //!
 //! Params: those of [`super::throughput`] (no peer).
-//! Records: `kind = "binary"` (binary_bytes), then throughput's.
+//! Records: `kind = "binary"` (binary_bytes, and stripped_bytes without
+//! debug info), then throughput's.
 
 use super::{Cell, Experiment, Records};
 use anyhow::{bail, Context, Result};
@@ -19,6 +20,15 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let exe = std::env::current_exe().context("locating this executable")?;
     let bytes = std::fs::metadata(&exe).with_context(|| format!("reading {}", exe.display()))?.len();
-    out.emit(json!({"kind": "binary", "binary_bytes": bytes}))?;
+    // Debug info differs by stage (BOLT drops it): the code's size is the
+    // file without it, `strip --strip-debug` of a copy.
+    let stripped = cell.work_dir.join("stripped");
+    let st = std::process::Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(&exe).status();
+    let stripped_bytes = match st {
+        Ok(s) if s.success() => std::fs::metadata(&stripped).ok().map(|m| m.len()),
+        _ => None,
+    };
+    let _ = std::fs::remove_file(&stripped);
+    out.emit(json!({"kind": "binary", "binary_bytes": bytes, "stripped_bytes": stripped_bytes}))?;
     (super::throughput::EXPERIMENT.run)(cell, out)
 }
