@@ -138,6 +138,7 @@ fn main() -> Result<()> {
             }
             let chosen = choose_specs(&root, &specs)?;
             workbench::provenance::check_clean(&root, allow_dirty)?;
+            workbench::provenance::check_self(&root)?;
             // One measurement per machine: two at once would each show in the other's figures.
             let lock = workbench::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
             eprintln!("holding {} for this run", lock.path().display());
