@@ -143,6 +143,22 @@ impl MeasureLock {
     }
 }
 
+/// The workbench that builds and runs the measured binaries must itself be
+/// built from the commit the tree is at: a stale CLI builds variants with
+/// stale steps (seen: an old BOLT invocation, its failure recorded in a
+/// dataset stamped with the new revision).
+pub fn check_self(root: &Path) -> anyhow::Result<()> {
+    let (rev, _) = crate::manifest::git_state(root);
+    if probe::GIT_REVISION != rev {
+        anyhow::bail!(
+            "this workbench was built from revision {}, but the tree is at {rev}; rebuild it first \
+             (cargo test --release --workspace --no-run, as scripts/quick.sh does)",
+            probe::GIT_REVISION
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,20 +185,4 @@ mod tests {
         assert_eq!((busy[0].pid, busy[0].name.as_str()), (2, "cc1"));
         assert!((busy[0].cpu_percent - 100.0).abs() < 1e-9);
     }
-}
-
-/// The workbench that builds and runs the measured binaries must itself be
-/// built from the commit the tree is at: a stale CLI builds variants with
-/// stale steps (seen: an old BOLT invocation, its failure recorded in a
-/// dataset stamped with the new revision).
-pub fn check_self(root: &Path) -> anyhow::Result<()> {
-    let (rev, _) = crate::manifest::git_state(root);
-    if probe::GIT_REVISION != rev {
-        anyhow::bail!(
-            "this workbench was built from revision {}, but the tree is at {rev}; rebuild it first \
-             (cargo test --release --workspace --no-run, as scripts/quick.sh does)",
-            probe::GIT_REVISION
-        );
-    }
-    Ok(())
 }
