@@ -261,6 +261,22 @@ pub fn live_heap() -> Option<u64> {
     }
 }
 
+/// Process-wide cumulative allocation calls and bytes, and the peak live
+/// bytes so far: exact in the dhat build, `None` in the others (jemalloc
+/// counts bytes per thread only). For a process that holds its [`Probe`]
+/// elsewhere, like [`live_heap`].
+pub fn heap_totals() -> Option<(u64, u64, u64)> {
+    #[cfg(feature = "dhat")]
+    {
+        let s = dhat::HeapStats::get();
+        Some((s.total_blocks, s.total_bytes, s.max_bytes as u64))
+    }
+    #[cfg(not(feature = "dhat"))]
+    {
+        None
+    }
+}
+
 /// jemalloc's global statistics now (`None` except in the jemalloc build).
 pub fn jemalloc_now() -> Option<JemallocStats> {
     #[cfg(feature = "jemalloc")]

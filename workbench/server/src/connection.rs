@@ -410,11 +410,15 @@ pub fn stats(sh: &Shared) -> String {
     let rss = probe::rss::read();
     let c = &sh.counters;
     let je = probe::jemalloc_now();
+    let totals = probe::heap_totals();
     serde_json::json!({
         "variant": probe::VARIANT.name(),
         "rss_bytes": rss.map(|r| r.rss),
         "peak_rss_bytes": rss.map(|r| r.peak),
         "live_heap_bytes": probe::live_heap(),
+        "total_allocs": totals.map(|t| t.0),
+        "total_bytes": totals.map(|t| t.1),
+        "peak_heap_bytes": totals.map(|t| t.2),
         "jemalloc_allocated": je.map(|j| j.allocated),
         "jemalloc_active": je.map(|j| j.active),
         "jemalloc_resident": je.map(|j| j.resident),

@@ -9,7 +9,8 @@
 //! - [`Report`], [`REPORTS`]: the registry; the codec and transport
 //!   experiments' tables and figures still live in [`crate::tables`] and
 //!   [`crate::figures`], registered here.
-//! - [`build_stages`], [`connection_scaling`], [`pipeline_depth`], [`throughput`]: the
+//! - [`build_stages`], [`connection_scaling`], [`pipeline_depth`], [`server_heap_growth`],
+//!   [`throughput`]: the
 //!   datastore server's experiments, one file each.
 
 use crate::dataset::Run;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub mod build_stages;
 pub mod connection_scaling;
 pub mod pipeline_depth;
+pub mod server_heap_growth;
 pub mod throughput;
 
 /// Draws an experiment's figure(s) from a run into a directory; the files written.
@@ -62,6 +64,7 @@ pub const REPORTS: &[Report] = &[
     build_stages::REPORT,
     connection_scaling::REPORT,
     pipeline_depth::REPORT,
+    server_heap_growth::REPORT,
     throughput::REPORT,
 ];
 

@@ -15,7 +15,7 @@
 //! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
 //!   spec's per-scale settings, naming the key at fault.
 //! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
-//!   connection-scaling, pipeline-depth, throughput).
+//!   connection-scaling, server-heap-growth, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink.
 
@@ -30,6 +30,7 @@ use std::process::{Child, Command, Stdio};
 
 pub mod build_stages;
 pub mod connection_scaling;
+pub mod heap_growth;
 pub mod pipeline_depth;
 pub mod throughput;
 
@@ -66,11 +67,17 @@ pub struct Experiment {
 }
 
 /// Every experiment the server runs (the workbench checks spec names against these).
-pub const EXPERIMENTS: &[Experiment] =
-    &[build_stages::EXPERIMENT, connection_scaling::EXPERIMENT, pipeline_depth::EXPERIMENT, throughput::EXPERIMENT];
+pub const EXPERIMENTS: &[Experiment] = &[
+    build_stages::EXPERIMENT,
+    connection_scaling::EXPERIMENT,
+    heap_growth::EXPERIMENT,
+    pipeline_depth::EXPERIMENT,
+    throughput::EXPERIMENT,
+];
 
 /// The experiments' names, for validating specs.
-pub const NAMES: &[&str] = &["build-stages", "connection-scaling", "pipeline-depth", "throughput"];
+pub const NAMES: &[&str] =
+    &["build-stages", "connection-scaling", "server-heap-growth", "pipeline-depth", "throughput"];
 
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {

@@ -1,0 +1,124 @@
+//! server-heap-growth: the server's heap over many queries. Table: per
+//! workload and build, allocation calls and bytes per query (dhat, exact,
+//! between the first sample and the last: warm-up excluded), peak heap,
+//! live heap at the end, RSS at the end. Figure: cumulative bytes allocated
+//! against queries (log–log), one line per workload (dhat build).
+
+use super::Report;
+use crate::dataset::Run;
+use crate::figures::{write_both, Chart, Line};
+use crate::fmt;
+use crate::tables::{dash, select, source_of, Table};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+pub const REPORT: Report = Report { name: "server-heap-growth", table, figure: Some(figure) };
+
+fn workloads(run: &Run) -> Vec<String> {
+    let s = run.manifest.spec.scale(&run.manifest.scale);
+    s.and_then(|s| s.params.get("workloads"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_else(|| vec!["ping".into(), "mix".into()])
+}
+
+/// `(queries, value)` of column `col`, in order, for one workload and build (repetition 0).
+fn series(run: &Run, w: &str, variant: &str, col: &str) -> Result<Vec<(f64, f64)>> {
+    let df = select(&run.records, &[("kind", "sample"), ("workload", w), ("variant", variant)], &[("rep", 0)])?;
+    if df.height() == 0 || df.column(col).is_err() {
+        return Ok(Vec::new());
+    }
+    let q = crate::tables::floats(&df, "queries")?;
+    let c = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
+    Ok(q.into_iter().zip(c.f64()?.iter()).filter_map(|(x, y)| Some((x, y?))).collect())
+}
+
+/// Growth of `col` per query between the first sample after the start and the last.
+fn per_query(points: &[(f64, f64)]) -> Option<f64> {
+    let pts: Vec<&(f64, f64)> = points.iter().filter(|p| p.0 > 0.0).collect();
+    match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) if b.0 > a.0 => Some((b.1 - a.1) / (b.0 - a.0)),
+        _ => None,
+    }
+}
+
+fn table(run: &Run) -> Result<Table> {
+    let mut rows = Vec::new();
+    for w in workloads(run) {
+        for v in &run.manifest.spec.variants {
+            let last = |col: &str| -> Result<Option<f64>> { Ok(series(run, &w, v, col)?.last().map(|p| p.1)) };
+            let n = series(run, &w, v, "rss_bytes")?.last().map_or(0.0, |p| p.0);
+            if n == 0.0 {
+                continue;
+            }
+            let live = last("live_heap_bytes")?;
+            let live0 = series(run, &w, v, "live_heap_bytes")?.iter().find(|p| p.0 > 0.0).map(|p| p.1);
+            rows.push(vec![
+                w.clone(),
+                v.clone(),
+                fmt::thousands(n as u64),
+                per_query(&series(run, &w, v, "total_allocs")?).map_or_else(dash, fmt::count),
+                per_query(&series(run, &w, v, "total_bytes")?).map_or_else(dash, fmt::bytes),
+                last("peak_heap_bytes")?.map_or_else(dash, fmt::bytes),
+                live.map_or_else(dash, fmt::bytes),
+                match (live, live0) {
+                    (Some(a), Some(b)) => fmt::bytes(a - b),
+                    _ => dash(),
+                },
+                last("rss_bytes")?.map_or_else(dash, fmt::bytes),
+            ]);
+        }
+    }
+    let s = run.manifest.spec.scale(&run.manifest.scale);
+    let rows_param =
+        s.and_then(|s| s.params.get("rows")).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
+    Ok(Table {
+        name: REPORT.name,
+        caption: format!(
+            "The server's heap over many queries from one client, a fresh server per workload: ping (the protocol \
+             alone) and the three workload queries in turn on a {rows_param}-row table. Per-query columns are the \
+             growth between the first sample after the start and the last (warm-up excluded), exact in the dhat \
+             build (jemalloc counts bytes per thread only, so its rows have none); each sample's own stats call is \
+             included. Live growth is the live heap at the end minus at the first sample: what a leak would show."
+        ),
+        header: vec![
+            "Workload",
+            "Build",
+            "Queries",
+            "Allocs/query",
+            "Bytes/query",
+            "Peak heap",
+            "Live heap (end)",
+            "Live growth",
+            "RSS (end)",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
+
+fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let mut lines = Vec::new();
+    for w in workloads(run) {
+        let points: Vec<(f64, f64)> =
+            series(run, &w, "dhat", "total_bytes")?.into_iter().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+        if !points.is_empty() {
+            lines.push(Line { label: format!("{w} (dhat build)"), points });
+        }
+    }
+    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
+    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
+    let xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min).max(1.0);
+    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min).max(1.0);
+    let chart = Chart {
+        title: format!("Server: bytes allocated against queries ({})", run.manifest.run_id),
+        x_desc: "queries (log)",
+        y_desc: "cumulative bytes allocated (log)",
+        x_log: true,
+        x_range: (xmin * 0.8, xmax * 1.25),
+        y_log_floor: true,
+        y_range: (ymin * 0.5, ymax * 2.0),
+        x_fmt: &|v| fmt::count(v.round()),
+        y_fmt: &|v| fmt::si_bytes(*v),
+    };
+    write_both(dir, REPORT.name, &lines, &chart)
+}

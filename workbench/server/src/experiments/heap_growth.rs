@@ -1,0 +1,83 @@
+//! Server heap growth over many queries: one client sends `queries` calls
+//! back to back (`ping`, or the three workload queries in turn on a small
+//! table) and every `sample_every` calls asks the server for its heap:
+//! cumulative allocation calls and bytes and peak heap (dhat build, exact),
+//! live heap (dhat; jemalloc `stats.allocated`), jemalloc active/resident,
+//! RSS. Growth per million queries between the first sample and the last
+//! is what a leak or a per-query cost would show; the samples' own `stats`
+//! calls are counted too (one per sample).
+//!
+//! Params: `workloads` (["ping", "mix"]), `queries` (ping's), `mix_queries`
+//! (the mix's; a mix query allocates thousands of times, and the dhat build
+//! takes ≈ 35 ms each), `samples` per workload, `rows` (the mix's table).
+//! Records: `kind = "sample"`: workload, queries, and the server's fields.
+
+use super::{progress, Cell, Experiment, Records, ServerChild};
+use crate::client::Client;
+use anyhow::{bail, Context, Result};
+use datastore::gen;
+use serde_json::json;
+
+pub const EXPERIMENT: Experiment = Experiment { name: "server-heap-growth", run };
+
+fn run(cell: &Cell, out: &mut Records) -> Result<()> {
+    let workloads: Vec<String> = cell.param("workloads", vec!["ping".to_string(), "mix".to_string()])?;
+    let ping_queries: u64 = cell.param("queries", 100_000)?;
+    let mix_queries: u64 = cell.param("mix_queries", ping_queries)?;
+    let samples: u64 = cell.param("samples", 100)?;
+    let rows: u64 = cell.param("rows", 10_000)?;
+    if samples == 0 || ping_queries == 0 || mix_queries == 0 {
+        bail!("{}: params.queries, mix_queries and samples must be at least 1", cell.experiment);
+    }
+    let total: u64 = workloads.iter().map(|w| if w == "mix" { mix_queries } else { ping_queries }).sum();
+    let mut done_before = 0;
+    let data = cell.work_dir.join("db");
+    let db = datastore::Db::open(&data)?;
+    gen::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})?;
+    drop(db);
+    // One server per workload: each starts from the same cold heap.
+    for w in &workloads {
+        let queries = if w == "mix" { mix_queries } else { ping_queries };
+        let every = (queries / samples).max(1);
+        // `<cell>.dhat.json` → `<cell>-<workload>.dhat.json`: one trace per server.
+        let trace = cell.trace.as_ref().map(|t| {
+            let name = t.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            t.with_file_name(format!("{}-{w}.dhat.json", name.trim_end_matches(".dhat.json")))
+        });
+        let server = ServerChild::spawn(&data, trace.as_deref(), &[])?;
+        let mut c = Client::connect(server.addr)?;
+        let mut sample = |c: &mut Client, done: u64| -> Result<()> {
+            let s = server.stats(c)?;
+            out.emit(json!({
+                "kind": "sample", "workload": w, "queries": done,
+                "total_allocs": s["total_allocs"], "total_bytes": s["total_bytes"],
+                "peak_heap_bytes": s["peak_heap_bytes"], "live_heap_bytes": s["live_heap_bytes"],
+                "jemalloc_allocated": s["jemalloc_allocated"], "jemalloc_active": s["jemalloc_active"],
+                "jemalloc_resident": s["jemalloc_resident"], "rss_bytes": s["rss_bytes"],
+            }))
+        };
+        sample(&mut c, 0)?;
+        for i in 1..=queries {
+            match w.as_str() {
+                "ping" => {
+                    let p = c.ping()?;
+                    c.wait(p)?;
+                    c.finish(p)?;
+                }
+                "mix" => {
+                    let (_, sql) = gen::QUERIES[(i % gen::QUERIES.len() as u64) as usize];
+                    c.execute(sql).with_context(|| format!("query {i}"))?;
+                }
+                other => bail!("{}: params.workloads: unknown workload {other:?}; use ping or mix", cell.experiment),
+            }
+            if i % every == 0 || i == queries {
+                sample(&mut c, i)?;
+                progress((done_before + i) as usize, total as usize);
+            }
+        }
+        done_before += queries;
+        drop(c);
+        server.stop()?;
+    }
+    Ok(())
+}
