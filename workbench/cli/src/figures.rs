@@ -72,6 +72,15 @@ pub fn heap_growth_lines(run: &Run, col: &str) -> Result<Vec<Line>> {
     Ok(lines)
 }
 
+/// The extent of `lines`: `(x_min, x_max, y_min, y_max)`; the maxima are
+/// at least 1 and the minima `INFINITY` when there is no point, so callers
+/// clamp the minima to their axis floor.
+pub fn extent(lines: &[Line]) -> (f64, f64, f64, f64) {
+    lines.iter().flat_map(|l| l.points.iter()).fold((f64::INFINITY, 1.0, f64::INFINITY, 1.0), |(x0, x1, y0, y1), p| {
+        (x0.min(p.0), x1.max(p.0), y0.min(p.1), y1.max(p.1))
+    })
+}
+
 /// Floor of the heap figure's log axis: zero is drawn here and labelled "0 B".
 const FLOOR: f64 = 1.0;
 

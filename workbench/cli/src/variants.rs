@@ -118,11 +118,6 @@ pub fn describe(variant: &str) -> String {
     parts.join(", ")
 }
 
-/// Cargo profile settings a variant overrides, as `CARGO_PROFILE_*` variables.
-pub fn profile_env(variant: &str) -> &'static [(&'static str, &'static str)] {
-    get(variant).map_or(&[], |v| v.profile_env)
-}
-
 /// Builds `target` for `variant` and returns the binary's path. Cargo's
 /// and the tools' output goes to `log`, named in the error if a step fails.
 pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {

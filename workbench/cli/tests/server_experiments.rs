@@ -3,10 +3,11 @@
 //! published dataset whose records say what the protocol guarantees, and
 //! the reports' tables.
 
-use indicatif::{MultiProgress, ProgressDrawTarget};
+mod common;
+
 use std::path::Path;
 use workbench::reports::REPORTS;
-use workbench::runner::{self, Binaries, Options};
+use workbench::runner;
 use workbench::spec::Spec;
 use workbench::{dataset, tables};
 
@@ -40,18 +41,7 @@ fn u64s(df: &polars::prelude::DataFrame, col: &str) -> Vec<u64> {
 fn server_experiments_end_to_end() {
     let out = std::env::temp_dir().join(format!("wb-server-e2e-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let root = workbench::default_root();
-    let opts = Options {
-        root: root.clone(),
-        data: out.join("data"),
-        scale: "quick".into(),
-        fresh: false,
-        // NOTE: tests are not measurements; a developer's tree may be dirty.
-        allow_dirty: true,
-        command_line: vec!["server-e2e".into()],
-    };
-    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
-    let mut bins = Binaries::in_dir(root.join("target/test-variants"));
+    let (opts, multi, mut bins) = common::setup(&out, "server-e2e");
 
     // Pipelined chains leave in one flight and end where request-response ends.
     let chains = Spec::parse(CHAINS, Path::new("chains.toml")).unwrap();

@@ -6,7 +6,7 @@
 
 use super::{median, values, Report};
 use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, select, source_of, tex_escape, Table};
 use anyhow::Result;
@@ -86,8 +86,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         let r = crate::tables::floats(&df, "rss_bytes")?;
         lines.push(Line { label: stage_name(v).to_string(), points: t.into_iter().zip(r).collect() });
     }
-    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
-    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
+    let (_, xmax, _, ymax) = extent(&lines);
     let chart = Chart {
         title: format!("Server RSS through the query mix, per build ({})", run.manifest.run_id),
         x_desc: "seconds since the server started",

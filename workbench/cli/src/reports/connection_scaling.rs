@@ -5,7 +5,7 @@
 
 use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
@@ -109,7 +109,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     }
     let xmax = steps.last().copied().unwrap_or(10) as f64;
     let xmin = steps.first().copied().unwrap_or(1).max(1) as f64;
-    let ymax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.15;
+    let ymax = extent(&lines).3 * 1.15;
     let chart = Chart {
         title: format!("Server RSS against idle connections ({})", run.manifest.run_id),
         x_desc: "open connections (log)",

@@ -5,7 +5,7 @@
 
 use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
@@ -82,9 +82,8 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
             lines.push(Line { label: format!("{mode}, {}", rtt_label(rtt)), points });
         }
     }
-    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
-    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
-    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min).max(1e-3);
+    let (_, xmax, ymin, ymax) = extent(&lines);
+    let ymin = ymin.max(1e-3);
     let chart = Chart {
         title: format!("Dependent chain time against depth ({})", run.manifest.run_id),
         x_desc: "chain depth (log)",

@@ -6,7 +6,7 @@
 
 use super::Report;
 use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
@@ -105,10 +105,8 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
             lines.push(Line { label: format!("{w} (dhat build)"), points });
         }
     }
-    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
-    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
-    let xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min).max(1.0);
-    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min).max(1.0);
+    let (xmin, xmax, ymin, ymax) = extent(&lines);
+    let (xmin, ymin) = (xmin.max(1.0), ymin.max(1.0));
     let chart = Chart {
         title: format!("Server: bytes allocated against queries ({})", run.manifest.run_id),
         x_desc: "queries (log)",

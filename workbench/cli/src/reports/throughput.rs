@@ -6,7 +6,7 @@
 
 use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
@@ -133,9 +133,8 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         }
         lines.push(Line { label: format!("{}: {query}", engine_name(&engine)), points });
     }
-    let pts = || lines.iter().flat_map(|l| l.points.iter().copied());
-    let (xmax, ymax) = pts().fold((1.0, 1.0), |(x, y), p| (f64::max(x, p.0), f64::max(y, p.1)));
-    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min).max(1e-3);
+    let (_, xmax, ymin, ymax) = extent(&lines);
+    let ymin = ymin.max(1e-3);
     let chart = Chart {
         title: format!("Queries per second against clients ({})", run.manifest.run_id),
         x_desc: "concurrent clients (log)",

@@ -1,0 +1,22 @@
+//! What the runner tests share: options writing under a scratch directory,
+//! hidden progress bars, and target binaries built under
+//! `target/test-variants` (never under a running measurement's).
+
+use indicatif::{MultiProgress, ProgressDrawTarget};
+use std::path::Path;
+use workbench::runner::{Binaries, Options};
+
+pub fn setup(out: &Path, label: &str) -> (Options, MultiProgress, Binaries) {
+    let root = workbench::default_root();
+    let opts = Options {
+        root: root.clone(),
+        data: out.join("data"),
+        scale: "quick".into(),
+        fresh: false,
+        // NOTE: tests are not measurements; a developer's tree may be dirty.
+        allow_dirty: true,
+        command_line: vec![label.into()],
+    };
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+    (opts, multi, Binaries::in_dir(root.join("target/test-variants")))
+}
