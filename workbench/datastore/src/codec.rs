@@ -8,12 +8,21 @@
 //! timestamps become runs of small numbers that LZ4 then squeezes.
 //! LowCardinality columns store keys into the part's dictionary at the
 //! narrowest width that holds the granule's largest key.
+//!
+//! A block whose LZ4 form would save under [`MIN_GAIN_PCT`] percent (random
+//! `Float64`, random `UInt32`) is stored as is instead, flagged by the
+//! codec byte's [`STORED`] bit, as ClickHouse's `NONE` codec stores it:
+//! reading it costs a copy, not a decompression.
 
 use crate::types::{ColumnData, ColumnType};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 pub const HEADER: usize = 14;
+/// Codec-byte flag: the payload is the raw bytes, not LZ4.
+pub const STORED: u8 = 0x80;
+/// LZ4 must save at least this share of a block's bytes to be kept.
+pub const MIN_GAIN_PCT: usize = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Codec {
@@ -36,12 +45,6 @@ pub struct BlockError(pub String);
 
 fn put(raw: &mut Vec<u8>, v: u64, w: usize) {
     raw.extend_from_slice(&v.to_le_bytes()[..w]);
-}
-
-fn get(raw: &[u8], i: usize, w: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b[..w].copy_from_slice(&raw[i * w..i * w + w]);
-    u64::from_le_bytes(b)
 }
 
 fn mask(w: usize) -> u64 {
@@ -109,7 +112,15 @@ pub fn encode(
     out.resize(HEADER + bound, 0);
     // The bound is LZ4's own worst case, so this cannot fail.
     let n = lz4_flex::block::compress_into(raw, &mut out[HEADER..]).expect("LZ4 bound");
-    out.truncate(HEADER + n);
+    let n = if n * 100 > raw.len() * (100 - MIN_GAIN_PCT) {
+        out[0] |= STORED;
+        out.truncate(HEADER);
+        out.extend_from_slice(raw);
+        raw.len()
+    } else {
+        out.truncate(HEADER + n);
+        n
+    };
     out[10..14].copy_from_slice(&(n as u32).to_le_bytes());
 }
 
@@ -145,7 +156,7 @@ pub fn decode(
     if block.len() < HEADER {
         return Err(err("block shorter than its header"));
     }
-    let codec = match block[0] {
+    let codec = match block[0] & !STORED {
         1 => Codec::Lz4,
         2 => Codec::DeltaLz4,
         other => return Err(BlockError(format!("unknown codec tag {other}"))),
@@ -157,14 +168,22 @@ pub fn decode(
     if block.len() != HEADER + comp_len {
         return Err(err("compressed length does not match the block"));
     }
-    raw.clear();
-    raw.resize(raw_len, 0);
-    let n = lz4_flex::block::decompress_into(&block[HEADER..], raw).map_err(|e| BlockError(format!("LZ4: {e}")))?;
-    if n != raw_len {
-        return Err(err("decompressed length differs from the header"));
-    }
+    let raw: &[u8] = if block[0] & STORED != 0 {
+        if comp_len != raw_len {
+            return Err(err("stored block's length differs from the header"));
+        }
+        &block[HEADER..]
+    } else {
+        raw.clear();
+        raw.resize(raw_len, 0);
+        let n = lz4_flex::block::decompress_into(&block[HEADER..], raw).map_err(|e| BlockError(format!("LZ4: {e}")))?;
+        if n != raw_len {
+            return Err(err("decompressed length differs from the header"));
+        }
+        raw
+    };
     let fixed = |w: usize| -> Result<(), BlockError> {
-        if w == 0 || w > 8 || rows * w != raw_len {
+        if !matches!(w, 1 | 2 | 4 | 8) || rows * w != raw_len {
             return Err(BlockError(format!("{rows} rows of width {w} do not fill {raw_len} bytes")));
         }
         Ok(())
@@ -180,12 +199,9 @@ pub fn decode(
                 }
                 _ => Vec::with_capacity(rows),
             };
-            for i in 0..rows {
-                let k = get(raw, i, width) as u32;
-                if k as usize >= dict.len() {
-                    return Err(BlockError(format!("key {k} outside a dictionary of {}", dict.len())));
-                }
-                keys.push(k);
+            widen_into(raw, width, &mut keys, |k| k as u32);
+            if let Some(&k) = keys.iter().max().filter(|&&k| k as usize >= dict.len()) {
+                return Err(BlockError(format!("key {k} outside a dictionary of {}", dict.len())));
             }
             *out = ColumnData::Dict { keys, dict: dict.clone() };
         }
@@ -210,7 +226,8 @@ pub fn decode(
         ColumnType::Float64 => {
             fixed(8)?;
             let mut v = take_f64(out);
-            v.extend((0..rows).map(|i| f64::from_bits(get(raw, i, 8))));
+            v.reserve(rows);
+            v.extend(raw.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8"))));
             *out = ColumnData::F64(v);
         }
         t => {
@@ -220,26 +237,52 @@ pub fn decode(
             }
             fixed(w)?;
             let m = mask(w);
-            let mut prev = 0u64;
-            let mut next = |i: usize| match codec {
-                Codec::Lz4 => get(raw, i, w),
-                Codec::DeltaLz4 => {
-                    prev = prev.wrapping_add(get(raw, i, w)) & m;
-                    prev
-                }
-            };
             if t.is_signed() {
                 let mut v = take_i64(out);
-                v.extend((0..rows).map(|i| sign_extend(next(i), w)));
+                let from = v.len();
+                widen_into(raw, w, &mut v, |x| x as i64);
+                let mut prev = 0u64;
+                for x in &mut v[from..] {
+                    let u = match codec {
+                        Codec::Lz4 => *x as u64,
+                        Codec::DeltaLz4 => {
+                            prev = prev.wrapping_add(*x as u64) & m;
+                            prev
+                        }
+                    };
+                    *x = sign_extend(u, w);
+                }
                 *out = ColumnData::I64(v);
             } else {
                 let mut v = take_u64(out);
-                v.extend((0..rows).map(&mut next));
+                let from = v.len();
+                widen_into(raw, w, &mut v, |x| x);
+                if codec == Codec::DeltaLz4 {
+                    let mut prev = 0u64;
+                    for x in &mut v[from..] {
+                        prev = prev.wrapping_add(*x) & m;
+                        *x = prev;
+                    }
+                }
                 *out = ColumnData::U64(v);
             }
         }
     }
     Ok(())
+}
+
+/// Appends each little-endian value of width `w` (1, 2, 4 or 8, checked
+/// by the caller) in `raw` to `out`, through `f`.
+// PERF: one loop per width over fixed-size chunks into an exact-size
+// extend: no per-value width arithmetic, and the widening vectorises.
+#[inline(always)]
+fn widen_into<T>(raw: &[u8], w: usize, out: &mut Vec<T>, f: impl Fn(u64) -> T) {
+    match w {
+        1 => out.extend(raw.iter().map(|&b| f(b as u64))),
+        2 => out.extend(raw.chunks_exact(2).map(|c| f(u16::from_le_bytes([c[0], c[1]]) as u64))),
+        4 => out.extend(raw.chunks_exact(4).map(|c| f(u32::from_le_bytes(c.try_into().expect("4")) as u64))),
+        _ => out.extend(raw.chunks_exact(8).map(|c| f(u64::from_le_bytes(c.try_into().expect("8"))))),
+    }
 }
 
 // Reuse the caller's vectors: a query decodes thousands of granules into
@@ -304,6 +347,30 @@ mod tests {
         encode(ColumnType::DateTime, Codec::Lz4, &ColumnData::U64(ts.clone()), None, &mut raw, &mut plain);
         encode(ColumnType::DateTime, Codec::DeltaLz4, &ColumnData::U64(ts), None, &mut raw, &mut delta);
         assert!(delta.len() * 4 < plain.len(), "delta {} vs plain {}", delta.len(), plain.len());
+    }
+
+    #[test]
+    fn incompressible_blocks_are_stored_and_read_back() {
+        let mut x = 1u64;
+        let noise: Vec<f64> = (0..8192)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 11) as f64
+            })
+            .collect();
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        encode(ColumnType::Float64, Codec::Lz4, &ColumnData::F64(noise.clone()), None, &mut raw, &mut out);
+        assert_eq!(out[0], Codec::Lz4.tag() | STORED, "random floats are stored");
+        assert_eq!(out.len(), HEADER + 8 * 8192);
+        let mut back = ColumnData::U64(Vec::new());
+        decode(ColumnType::Float64, &out, None, &mut raw, &mut back).unwrap();
+        assert!(matches!(&back, ColumnData::F64(v) if v == &noise));
+        // Compressible data stays LZ4; a truncated stored block is an error.
+        let zeros = ColumnData::F64(vec![0.0; 8192]);
+        let mut z = Vec::new();
+        encode(ColumnType::Float64, Codec::Lz4, &zeros, None, &mut raw, &mut z);
+        assert_eq!(z[0], Codec::Lz4.tag());
+        assert!(decode(ColumnType::Float64, &out[..out.len() - 8], None, &mut raw, &mut back).is_err());
     }
 
     #[test]

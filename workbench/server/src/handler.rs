@@ -81,6 +81,7 @@ impl Handler {
             deadline: Some(Instant::now() + self.cfg.query_timeout),
             deadline_ms: self.cfg.query_timeout.as_millis() as u64,
             max_rows: Some(self.cfg.max_result_rows),
+            threads: self.cfg.query_threads,
         };
         match self.db.select(sql, &params, &limits) {
             Ok((r, _)) => self.encode(&r, s),

@@ -21,6 +21,11 @@ pub struct Config {
     pub stall_timeout: Duration,
     /// Worker threads running queries and inserts, shared by all connections.
     pub workers: usize,
+    /// Threads one query may scan on (0: every core). Workers and their
+    /// queries' helpers draw on the engine's one CPU budget
+    /// (`datastore::exec::cpu`), so a lone query uses every core and
+    /// concurrent ones share them.
+    pub query_threads: usize,
     /// Calls queued for the workers before connections wait (backpressure).
     pub queue: usize,
 }
@@ -41,6 +46,7 @@ impl Default for Config {
             query_timeout: Duration::from_secs(30),
             stall_timeout: Duration::from_secs(10),
             workers,
+            query_threads: 0,
             // queue = 64 per worker: deep enough that 64 clients each with a call in
             // flight never wait on the queue itself, shallow enough to bound memory.
             queue: 64 * workers,

@@ -32,6 +32,9 @@ enum Cmd {
         /// Query and insert threads (default: one per core).
         #[arg(long, default_value_t = Config::default().workers)]
         workers: usize,
+        /// Threads one query may scan on (0: every core; idle cores only).
+        #[arg(long, default_value_t = 0)]
+        query_threads: usize,
         #[arg(long, default_value_t = 30_000)]
         query_timeout_ms: u64,
         #[arg(long, default_value_t = 10_000)]
@@ -89,6 +92,7 @@ fn main() -> Result<()> {
             listen,
             max_connections,
             workers,
+            query_threads,
             query_timeout_ms,
             stall_timeout_ms,
             max_result_rows,
@@ -115,6 +119,7 @@ fn main() -> Result<()> {
                 query_timeout: Duration::from_millis(query_timeout_ms),
                 stall_timeout: Duration::from_millis(stall_timeout_ms),
                 workers,
+                query_threads,
                 queue: 64 * workers.max(1),
                 ..Config::default()
             };

@@ -1,0 +1,492 @@
+//! Query execution, vectorized over granules: a [`Plan`] derived once from
+//! the parsed SELECT, run by three operators — the scan (pruning, reading,
+//! filtering), the aggregation, and the top-k — under per-query [`Limits`].
+//!
+//! For each part of a snapshot the primary index prunes granules (binary
+//! search on the first key column, then an exclusion test per granule on
+//! the key columns whose prefix is constant inside it); each surviving
+//! granule's filter columns are read and evaluated into a mask, and only if
+//! some row passes are the other columns read.
+//!
+//! Aggregating queries split the surviving granules into a fixed number of
+//! contiguous partitions (one per core, fewer for small scans), each
+//! aggregated into its own partial state and merged in partition order;
+//! the partitions run on as many threads as the process-wide CPU budget
+//! ([`cpu`]) grants at that moment. Since the partitioning does not depend
+//! on the grant, a query's answer — float sums included — is the same
+//! whether it ran on one thread or several.
+//!
+//! Memory: one granule of the columns read per thread, the group states
+//! (one slot per group and aggregate), and for `quantile` at most 256 KiB
+//! per group ([`quantile`]: exact, by radix selection over extra passes);
+//! a plain `ORDER BY … LIMIT k` keeps a heap of k rows.
+//!
+//! # Layout
+//! - [`filter`]: pruning and predicate evaluation into masks.
+//! - [`agg`]: group ids and the columnar aggregate states.
+//! - [`quantile`]: the exact quantile's radix passes.
+//! - [`cpu`]: the process-wide CPU budget.
+
+mod agg;
+pub mod cpu;
+mod filter;
+mod quantile;
+
+use crate::error::{Error, Result};
+use crate::part::{Part, Schema, Scratch};
+use crate::sql::{Agg, Item, Select};
+use crate::table::Table;
+use crate::types::{ColumnData, ColumnType, Value};
+use agg::{Partial, Rows};
+pub use filter::prune;
+use filter::{eval, MaskPool};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    /// Each output column's type (aggregates typed as ClickHouse types them).
+    pub types: Vec<ColumnType>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// What a query did, for benchmarks and `EXPLAIN`-like output.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub granules_total: usize,
+    pub granules_read: usize,
+    pub rows_scanned: u64,
+    /// Scans over the data (more than one when an exact quantile needed
+    /// further passes).
+    pub passes: usize,
+    /// Threads the query ran on.
+    pub threads: usize,
+}
+
+impl Stats {
+    fn add(&mut self, o: &Stats) {
+        self.granules_read += o.granules_read;
+        self.rows_scanned += o.rows_scanned;
+    }
+}
+
+/// Sort keys of a result row, honouring ASC/DESC, for the top-k heap.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey {
+    Asc(Value),
+    Desc(Reverse<Value>),
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Ranked {
+    keys: Vec<SortKey>,
+    seq: u64,
+    row: Vec<Value>,
+}
+
+/// ORDER BY with an optional LIMIT: a max-heap of the k best rows so far
+/// (ties keep arrival order), or every row when there is no limit.
+struct TopK {
+    order: Vec<(usize, bool)>,
+    k: Option<usize>,
+    heap: BinaryHeap<Ranked>,
+    seq: u64,
+}
+
+impl TopK {
+    fn new(q: &Select) -> TopK {
+        TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0 }
+    }
+
+    fn push(&mut self, row: Vec<Value>) {
+        let keys = self
+            .order
+            .iter()
+            .map(|&(i, desc)| if desc { SortKey::Desc(Reverse(row[i].clone())) } else { SortKey::Asc(row[i].clone()) })
+            .collect();
+        self.seq += 1;
+        if self.k == Some(0) {
+            return;
+        }
+        self.heap.push(Ranked { keys, seq: self.seq, row });
+        if self.k.is_some_and(|k| self.heap.len() > k) {
+            self.heap.pop();
+        }
+    }
+
+    fn finish(self) -> Vec<Vec<Value>> {
+        self.heap.into_sorted_vec().into_iter().map(|r| r.row).collect()
+    }
+}
+
+/// Bounds on one query's work, checked as it runs (the server's per-query
+/// limits; the CLI runs unbounded).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Give up with [`Error::Deadline`] once this instant has passed
+    /// (checked once per granule, so it overshoots by one granule at most).
+    pub deadline: Option<Instant>,
+    /// The deadline's length, for the error message.
+    pub deadline_ms: u64,
+    /// Largest number of result rows (or groups held while aggregating).
+    pub max_rows: Option<usize>,
+    /// Most threads the query may use (0: as many as there are cores),
+    /// further bounded by the process's CPU budget ([`cpu::lease`]).
+    pub threads: usize,
+}
+
+impl Limits {
+    fn check_time(&self) -> Result<()> {
+        match self.deadline {
+            Some(d) if Instant::now() > d => Err(Error::Deadline { ms: self.deadline_ms }),
+            _ => Ok(()),
+        }
+    }
+    fn check_rows(&self, rows: usize) -> Result<()> {
+        match self.max_rows {
+            Some(max) if rows > max => Err(Error::ResultTooLarge { max }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs a planned SELECT against a table, without limits.
+pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
+    Plan::new(&table.schema, q).execute(&table.snapshot(), &Limits::default())
+}
+
+/// Scans smaller than this many granules run as one partition.
+const MIN_SPLIT: usize = 4;
+
+/// A scan's granules, as (part, granule) in part order.
+type Unit = (usize, usize);
+
+/// What a SELECT reads and computes, derived once from the parsed query:
+/// the columns the filter needs, the columns read only for rows that pass,
+/// the aggregates, and the output types.
+pub struct Plan<'a> {
+    q: &'a Select,
+    schema: &'a Schema,
+    filter_cols: Vec<usize>,
+    other_cols: Vec<usize>,
+    aggs: Vec<Agg>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(schema: &'a Schema, q: &'a Select) -> Plan<'a> {
+        let mut filter_cols = Vec::new();
+        if let Some(p) = &q.filter {
+            p.columns(&mut filter_cols);
+        }
+        let mut other_cols: Vec<usize> = Vec::new();
+        let needed = q.items.iter().filter_map(|it| match it {
+            Item::Column(c) => Some(*c),
+            Item::Agg(a) => a.column(),
+        });
+        for c in needed.chain(q.group_by.iter().copied()) {
+            if !filter_cols.contains(&c) && !other_cols.contains(&c) {
+                other_cols.push(c)
+            }
+        }
+        let aggs = q.items.iter().filter_map(|i| if let Item::Agg(a) = i { Some(*a) } else { None }).collect();
+        Plan { q, schema, filter_cols, other_cols, aggs }
+    }
+
+    /// The type of each output column (as ClickHouse types them).
+    pub fn output_types(&self) -> Vec<ColumnType> {
+        let ty = |c: usize| self.schema.columns[c].ty;
+        let shown = self.q.items.len() - self.q.hidden;
+        self.q.items[..shown]
+            .iter()
+            .map(|it| match *it {
+                Item::Column(c) => ty(c),
+                Item::Agg(Agg::Count | Agg::UniqExact(_)) => ColumnType::UInt64,
+                Item::Agg(Agg::Avg(_) | Agg::Quantile(..)) => ColumnType::Float64,
+                Item::Agg(Agg::Min(c) | Agg::Max(c)) => ty(c),
+                Item::Agg(Agg::Sum(c)) => match ty(c) {
+                    ColumnType::Float64 => ColumnType::Float64,
+                    t if t.is_signed() => ColumnType::Int64,
+                    _ => ColumnType::UInt64,
+                },
+            })
+            .collect()
+    }
+
+    /// Runs the plan over a snapshot of parts.
+    pub fn execute(&self, parts: &[Arc<Part>], limits: &Limits) -> Result<(QueryResult, Stats)> {
+        let q = self.q;
+        let mut stats = Stats {
+            granules_total: parts.iter().map(|p| p.granules()).sum(),
+            passes: 1,
+            threads: 1,
+            ..Stats::default()
+        };
+        let work: Vec<Unit> = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| prune(q.filter.as_ref(), self.schema, p).into_iter().map(move |g| (i, g)))
+            .collect();
+        let mut rows = if q.aggregate {
+            self.aggregate(parts, &work, limits, &mut stats)?
+        } else {
+            let mut r = Reader::new(self, &self.other_cols);
+            let rows = if q.order_by.is_empty() {
+                // A plain LIMIT stops the scan as soon as it has its rows.
+                let limit = q.limit.map_or(usize::MAX, |l| l as usize);
+                let mut rows = Vec::new();
+                for &(p, g) in &work {
+                    if rows.len() >= limit {
+                        break;
+                    }
+                    limits.check_time()?;
+                    if r.read(&parts[p], g)? {
+                        let take = limit - rows.len();
+                        rows.extend(r.rows().indices().take(take).map(|i| project(q, &r.cols, i)));
+                        limits.check_rows(rows.len())?;
+                    }
+                }
+                rows
+            } else {
+                let mut top = TopK::new(q);
+                for &(p, g) in &work {
+                    limits.check_time()?;
+                    if r.read(&parts[p], g)? {
+                        r.rows().indices().for_each(|i| top.push(project(q, &r.cols, i)));
+                        limits.check_rows(top.heap.len())?;
+                    }
+                }
+                top.finish()
+            };
+            stats.add(&r.stats);
+            rows
+        };
+        if q.hidden > 0 {
+            let keep = q.items.len() - q.hidden;
+            rows.iter_mut().for_each(|r| r.truncate(keep));
+        }
+        let columns = q.names[..q.items.len() - q.hidden].to_vec();
+        Ok((QueryResult { columns, types: self.output_types(), rows }, stats))
+    }
+
+    /// GROUP BY / aggregates: partitions aggregated in parallel and merged,
+    /// then as many further passes as exact quantiles need.
+    fn aggregate(
+        &self,
+        parts: &[Arc<Part>],
+        work: &[Unit],
+        limits: &Limits,
+        stats: &mut Stats,
+    ) -> Result<Vec<Vec<Value>>> {
+        let (q, schema, aggs) = (self.q, self.schema, &self.aggs[..]);
+        let chunks = split(work);
+        let want = if limits.threads == 0 { cpu::cores() } else { limits.threads };
+        let lease = cpu::lease(want.min(chunks.len()));
+        stats.threads = lease.threads();
+        let partials = in_parallel(&chunks, lease.threads(), |chunk, stop| {
+            let mut r = Reader::new(self, &self.other_cols);
+            let mut p = Partial::new(q, aggs, schema);
+            for &(pi, g) in chunk {
+                if stop.load(AtomicOrdering::Relaxed) {
+                    break;
+                }
+                limits.check_time()?;
+                if r.read(&parts[pi], g)? {
+                    p.push(q, aggs, &r.cols, r.rows());
+                    limits.check_rows(p.groups())?;
+                }
+            }
+            Ok((p, r.stats))
+        })?;
+        let mut partials = partials.into_iter();
+        let (mut total, s) = partials.next().expect("split gives one chunk at least");
+        stats.add(&s);
+        for (p, s) in partials {
+            total.merge(q, aggs, schema, p);
+            stats.add(&s);
+            limits.check_rows(total.groups())?;
+        }
+        let mut pending = total.resolve_quantiles(aggs);
+        while !pending.is_empty() {
+            stats.passes += 1;
+            // Only the group keys and the quantiles' columns are needed now.
+            let mut cols: Vec<usize> = q.group_by.iter().copied().chain(pending.iter().map(|p| p.col)).collect();
+            cols.retain(|c| !self.filter_cols.contains(c));
+            cols.dedup();
+            let kept = in_parallel(&chunks, lease.threads(), |chunk, stop| {
+                let mut r = Reader::new(self, &cols);
+                let mut look = total.lookup_scratch();
+                let mut kept: Vec<agg::Kept> = pending.iter().map(|p| p.start()).collect();
+                for &(pi, g) in chunk {
+                    if stop.load(AtomicOrdering::Relaxed) {
+                        break;
+                    }
+                    limits.check_time()?;
+                    if r.read(&parts[pi], g)? {
+                        let grouped = total.lookup(q, &r.cols, r.rows(), &mut look);
+                        let gids = grouped.then_some(&look.gids[..]);
+                        for (p, k) in pending.iter().zip(&mut kept) {
+                            p.scan(k, &r.cols[p.col], r.rows(), gids);
+                        }
+                    }
+                }
+                Ok(kept)
+            })?;
+            let mut kept = kept.into_iter();
+            let mut all = kept.next().expect("one chunk at least");
+            for k in kept {
+                all.iter_mut().zip(k).for_each(|(a, b)| a.merge(b));
+            }
+            pending = total.apply(pending, all);
+        }
+        Ok(total.rows(q, schema))
+    }
+}
+
+/// The scan's granules cut into contiguous partitions: a fixed number (the
+/// cores), not the threads granted, so that answers do not depend on load.
+fn split(work: &[Unit]) -> Vec<&[Unit]> {
+    let n = if work.len() >= MIN_SPLIT { cpu::cores().min(work.len()) } else { 1 };
+    let mut chunks: Vec<&[Unit]> = work.chunks(work.len().div_ceil(n).max(1)).collect();
+    if chunks.is_empty() {
+        chunks.push(work);
+    }
+    chunks
+}
+
+/// Runs `f` on every chunk, on up to `threads` threads; results in chunk
+/// order, or the first chunk's error. A failing chunk stops the others.
+fn in_parallel<T: Send>(
+    chunks: &[&[Unit]],
+    threads: usize,
+    f: impl Fn(&[Unit], &AtomicBool) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let stop = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..chunks.len()).map(|_| None).collect());
+    let work = || loop {
+        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+        if i >= chunks.len() || stop.load(AtomicOrdering::Relaxed) {
+            break;
+        }
+        let r = f(chunks[i], &stop);
+        if r.is_err() {
+            stop.store(true, AtomicOrdering::Relaxed);
+        }
+        slots.lock().expect("no panics while held")[i] = Some(r);
+    };
+    let threads = threads.min(chunks.len());
+    if threads <= 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(work);
+            }
+            work();
+        });
+    }
+    let mut out = Vec::with_capacity(chunks.len());
+    let mut first_err = None;
+    for slot in slots.into_inner().expect("no panics while held") {
+        match slot {
+            Some(Ok(t)) => out.push(t),
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// One output row of a plain (non-aggregate) SELECT.
+fn project(q: &Select, cols: &[ColumnData], i: usize) -> Vec<Value> {
+    q.items
+        .iter()
+        .map(|it| match it {
+            Item::Column(c) => cols[*c].value(i),
+            Item::Agg(_) => unreachable!("plain select"),
+        })
+        .collect()
+}
+
+/// The scan of one granule: reads the filter columns, evaluates the filter
+/// into a selection of rows, and reads the other columns only when some
+/// row passes.
+struct Reader<'p> {
+    plan: &'p Plan<'p>,
+    other: Vec<usize>,
+    scratch: Scratch,
+    cols: Vec<ColumnData>,
+    mask: Vec<bool>,
+    pool: MaskPool,
+    sel: Vec<u32>,
+    n: usize,
+    all: bool,
+    stats: Stats,
+}
+
+impl<'p> Reader<'p> {
+    fn new(plan: &'p Plan<'p>, other: &[usize]) -> Self {
+        let cols = plan.schema.columns.iter().map(|c| ColumnData::empty_for(c.ty)).collect();
+        Reader {
+            plan,
+            other: other.to_vec(),
+            scratch: Scratch::default(),
+            cols,
+            mask: Vec::new(),
+            pool: MaskPool::default(),
+            sel: Vec::new(),
+            n: 0,
+            all: true,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Reads granule `g` of `part`; `false` when no row passes the filter.
+    fn read(&mut self, part: &Part, g: usize) -> Result<bool> {
+        self.stats.granules_read += 1;
+        for &c in &self.plan.filter_cols {
+            part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+        }
+        let n = part.meta.rows.min(((g + 1) * crate::part::GRANULE) as u64) as usize - g * crate::part::GRANULE;
+        self.n = n;
+        self.stats.rows_scanned += n as u64;
+        self.all = true;
+        if let Some(p) = &self.plan.q.filter {
+            eval(p, &self.cols, n, &mut self.mask, &mut self.pool);
+            // PERF: branch-free: every index is written, the count advances
+            // only for passing rows.
+            self.sel.resize(n, 0);
+            let mut k = 0;
+            for (i, &m) in self.mask.iter().enumerate() {
+                self.sel[k] = i as u32;
+                k += m as usize;
+            }
+            self.sel.truncate(k);
+            if k == 0 {
+                return Ok(false);
+            }
+            self.all = k == n;
+        }
+        for &c in &self.other {
+            part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+        }
+        Ok(true)
+    }
+
+    fn rows(&self) -> Rows<'_> {
+        if self.all {
+            Rows::All(self.n)
+        } else {
+            Rows::Sel(&self.sel)
+        }
+    }
+}
