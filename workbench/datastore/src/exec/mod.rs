@@ -326,10 +326,10 @@ impl<'a> Plan<'a> {
                     }
                     limits.check_time()?;
                     if r.read(&parts[pi], g)? {
-                        let grouped = total.lookup(q, &r.cols, r.rows(), &mut look);
-                        let gids = grouped.then_some(&look.gids[..]);
-                        for (p, k) in pending.iter().zip(&mut kept) {
-                            p.scan(k, &r.cols[p.col], r.rows(), gids);
+                        if let Some(group) = total.lookup(q, &r.cols, r.rows(), &mut look) {
+                            for (p, k) in pending.iter().zip(&mut kept) {
+                                p.scan(k, &r.cols[p.col], r.rows(), group);
+                            }
                         }
                     }
                 }
