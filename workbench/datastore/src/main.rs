@@ -63,6 +63,9 @@ enum Cmd {
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Most threads a query may use (0: every core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
     },
     /// Crash-test helper: inserts numbered batches forever, printing each
     /// batch number once its insert has returned.
@@ -107,7 +110,9 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Parts { data } => parts(&data)?,
-        Cmd::Bench { data, rows, seed, runs, json } => bench(&data, rows, seed, runs, json.as_deref())?,
+        Cmd::Bench { data, rows, seed, runs, json, threads } => {
+            bench(&data, rows, seed, runs, threads, json.as_deref())?
+        }
         Cmd::InsertLoop { data, batch } => insert_loop(&data, batch)?,
     }
     Ok(())
@@ -290,7 +295,7 @@ fn rss() -> (u64, u64) {
     probe::rss::read().map_or((0, 0), |r| (r.rss, r.peak))
 }
 
-fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) -> Result<()> {
+fn bench(data: &Path, rows: u64, seed: u64, runs: usize, threads: usize, json: Option<&Path>) -> Result<()> {
     let mut load_secs = None;
     if !data.join("t/table.json").exists() {
         // The load runs in a child process so that this process's memory
@@ -316,7 +321,8 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
     for round in 0..=runs {
         for (i, (_, sql)) in gen::QUERIES.iter().enumerate() {
             let t0 = Instant::now();
-            let r = db.query(sql)?;
+            let limits = datastore::Limits { threads, ..Default::default() };
+            let r = db.select(sql, &[], &limits)?;
             let secs = t0.elapsed().as_secs_f64();
             std::hint::black_box(r);
             if round > 0 {
@@ -330,7 +336,12 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
     if let Some(s) = load_secs {
         println!("load: {s:.1} s ({:.0} rows/s, child process)", rows as f64 / s);
     }
-    println!("{runs} timed runs per query after one warm-up, interleaved:");
+    let on = if threads == 0 {
+        format!("up to {} threads", datastore::exec::cpu::cores())
+    } else {
+        format!("{threads} thread(s)")
+    };
+    println!("{runs} timed runs per query after one warm-up, interleaved, {on} per query:");
     let mut records = Vec::new();
     for (i, (name, sql)) in gen::QUERIES.iter().enumerate() {
         let mut v = times[i].clone();
@@ -366,7 +377,7 @@ fn bench(data: &Path, rows: u64, seed: u64, runs: usize, json: Option<&Path>) ->
         });
         let doc = serde_json::json!({
             "manifest": manifest, "rows": table_rows, "parts": t.snapshot().len(), "disk_bytes": disk, "load_s": load_secs,
-            "rss_open": rss_open, "rss_steady": rss_steady, "rss_peak": rss_peak, "queries": records,
+            "rss_open": rss_open, "rss_steady": rss_steady, "rss_peak": rss_peak, "queries": records, "threads": threads,
         });
         std::fs::write(p, serde_json::to_vec_pretty(&doc)?).with_context(|| p.display().to_string())?;
     }

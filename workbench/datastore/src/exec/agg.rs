@@ -298,8 +298,12 @@ impl Groups {
     fn ids(&mut self, cols: &[Vec<u64>], n: usize, buf: &mut Vec<u64>, out: &mut Vec<u32>) {
         out.clear();
         if let [c] = cols {
-            // PERF: the common single-key case without the tuple buffer.
-            out.extend(c[..n].iter().map(|&k| self.intern(&[k]).0));
+            // PERF: the common single-key case without the tuple buffer, and
+            // a key already in the dense array without a call.
+            for &k in &c[..n] {
+                let seen = self.dense.get(k as usize).copied().unwrap_or(0);
+                out.push(if seen != 0 && k < DENSE { seen - 1 } else { self.intern(&[k]).0 });
+            }
             return;
         }
         for j in 0..n {
@@ -770,27 +774,36 @@ impl Pending {
 
     /// Keeps what this pass needs from a granule's rows.
     pub fn scan(&self, kept: &mut Kept, col: &ColumnData, rows: Rows, group: Group) {
-        let mut keep = |t: u32, x: f64| {
-            let r = &self.refs[t as usize].1;
-            let k = super::quantile::order_key(x);
-            if r.matches(k) {
-                match &mut kept.0[t as usize] {
-                    (_, Some(h)) => h[r.bucket(k)] += 1,
-                    (v, None) => v.push(x),
-                }
-            }
-        };
+        use super::quantile::order_key;
+        let target = |g: usize| self.targets.get(g).copied().filter(|&t| t != ABSENT);
         match group {
             Group::One(g) => {
-                let t = self.targets.get(g).copied().unwrap_or(ABSENT);
-                if t != ABSENT {
-                    each_f64(col, rows, group, |_, x| keep(t, x))
+                // PERF: one group: its refinement and buffers hoisted out of the loop.
+                let Some(t) = target(g) else { return };
+                let r = &self.refs[t as usize].1;
+                match &mut kept.0[t as usize] {
+                    (_, Some(h)) => each_f64(col, rows, group, |_, x| {
+                        let k = order_key(x);
+                        if r.matches(k) {
+                            h[r.bucket(k)] += 1
+                        }
+                    }),
+                    (v, None) => each_f64(col, rows, group, |_, x| {
+                        if r.matches(order_key(x)) {
+                            v.push(x)
+                        }
+                    }),
                 }
             }
             Group::Many(_) => each_f64(col, rows, group, |g, x| {
-                let t = self.targets.get(g).copied().unwrap_or(ABSENT);
-                if t != ABSENT {
-                    keep(t, x)
+                let Some(t) = target(g) else { return };
+                let r = &self.refs[t as usize].1;
+                let k = order_key(x);
+                if r.matches(k) {
+                    match &mut kept.0[t as usize] {
+                        (_, Some(h)) => h[r.bucket(k)] += 1,
+                        (v, None) => v.push(x),
+                    }
                 }
             }),
         }
