@@ -32,6 +32,18 @@ settle_ms = 50
 [full.params]
 "#;
 
+const THROUGHPUT: &str = r#"
+experiment = "throughput"
+target = "datastore-server"
+variants = ["jemalloc"]
+[quick.params]
+rows = 30000
+concurrency = [1, 2]
+seconds = 0.2
+threads = [0, 1]
+[full.params]
+"#;
+
 fn u64s(df: &polars::prelude::DataFrame, col: &str) -> Vec<u64> {
     let c = df.column(col).unwrap().cast(&polars::prelude::DataType::UInt64).unwrap();
     c.u64().unwrap().iter().map(|v| v.unwrap()).collect()
@@ -66,8 +78,24 @@ fn server_experiments_end_to_end() {
     assert!(u64s(&c.records, "live_heap_bytes").iter().all(|b| *b > 0));
     assert!(u64s(&c.records, "server_open_files_limit").iter().all(|f| *f >= 104));
 
+    // Ours at every core and at one thread a query, each answer checked
+    // against the first (so the two servers agree); no peer configured.
+    let tp = Spec::parse(THROUGHPUT, Path::new("tp.toml")).unwrap();
+    let run = runner::run_spec(&opts, Path::new("tp.toml"), &tp, &mut bins, &multi).unwrap();
+    let t = dataset::load_run(&run.dir).unwrap();
+    for engine in ["ours", "ours-1-thread"] {
+        let q = tables::select(&t.records, &[("kind", "query"), ("engine", engine)], &[]).unwrap();
+        assert_eq!(q.height(), 3 * 2, "{engine}: 3 queries × 2 client counts");
+        assert!(u64s(&q, "queries").iter().all(|n| *n > 0), "{engine}");
+    }
+
     // Each report renders from its dataset alone.
-    for (name, dir) in [("pipeline-depth", &r.dir), ("connection-scaling", &c.dir)] {
+    for (name, dir) in [
+        ("pipeline-depth", &r.dir),
+        ("connection-scaling", &c.dir),
+        ("throughput", &run.dir),
+        ("throughput-vs-clickhouse", &run.dir),
+    ] {
         let report = REPORTS.iter().find(|x| x.name == name).unwrap();
         let t = (report.table)(&dataset::load_run(dir).unwrap()).unwrap();
         assert!(!t.rows.is_empty(), "{name}");

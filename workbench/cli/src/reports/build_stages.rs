@@ -13,7 +13,7 @@ use anyhow::Result;
 use datastore::gen::QUERIES;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "build-stages", table, figure: Some(figure) };
+pub const REPORT: Report = Report { name: "build-stages", dataset: "build-stages", table, figure: Some(figure) };
 
 fn stage_name(variant: &str) -> &str {
     match variant {

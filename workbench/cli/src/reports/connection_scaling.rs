@@ -11,7 +11,8 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "connection-scaling", table, figure: Some(figure) };
+pub const REPORT: Report =
+    Report { name: "connection-scaling", dataset: "connection-scaling", table, figure: Some(figure) };
 
 /// The (server, build) pairs of the run, in the spec's build order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {

@@ -29,43 +29,55 @@ pub type FigureFn = fn(&Path, &Run) -> Result<Vec<PathBuf>>;
 
 /// What the workbench makes of one experiment's newest dataset.
 pub struct Report {
-    /// The dataset's name (`data/<name>/`), also the table's file name.
+    /// The table's (and figure's) file name.
     pub name: &'static str,
+    /// The experiment whose newest dataset (`data/<dataset>/`) it reads.
+    pub dataset: &'static str,
     pub table: fn(&Run) -> Result<Table>,
     pub figure: Option<FigureFn>,
 }
 
 /// Every report, in the order tables are listed.
 pub const REPORTS: &[Report] = &[
-    Report { name: "alloc-profile", table: tables::alloc_profile, figure: None },
+    Report { name: "alloc-profile", dataset: "alloc-profile", table: tables::alloc_profile, figure: None },
     Report {
         name: "heap-growth",
+        dataset: "heap-growth",
         table: |r| tables::heap_growth(r, "heap-growth"),
         figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "heap-growth")),
     },
-    Report { name: "codec-speed", table: tables::codec_speed, figure: None },
-    Report { name: "transport-alloc", table: tables::transport_alloc, figure: None },
+    Report { name: "codec-speed", dataset: "codec-speed", table: tables::codec_speed, figure: None },
+    Report { name: "transport-alloc", dataset: "transport-alloc", table: tables::transport_alloc, figure: None },
     Report {
         name: "transport-heap-growth",
+        dataset: "transport-heap-growth",
         table: |r| tables::heap_growth(r, "transport-heap-growth"),
         figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "transport-heap-growth")),
     },
     Report {
         name: "roundtrip-latency",
+        dataset: "roundtrip-latency",
         table: |r| tables::roundtrip_latency(r, "roundtrip-latency"),
         figure: Some(crate::figures::latency_figure),
     },
     Report {
         name: "roundtrip-latency-awake",
+        dataset: "roundtrip-latency-awake",
         table: |r| tables::roundtrip_latency(r, "roundtrip-latency-awake"),
         figure: None,
     },
-    Report { name: "instrumentation-cost", table: tables::instrumentation_cost, figure: None },
+    Report {
+        name: "instrumentation-cost",
+        dataset: "instrumentation-cost",
+        table: tables::instrumentation_cost,
+        figure: None,
+    },
     build_stages::REPORT,
     connection_scaling::REPORT,
     pipeline_depth::REPORT,
     server_heap_growth::REPORT,
     throughput::REPORT,
+    throughput::VERSUS,
 ];
 
 /// Values of column `col` in rows matching the filters, as floats.
@@ -114,7 +126,7 @@ mod tests {
     fn every_committed_spec_has_a_report() {
         let specs = crate::spec::load_dir(&crate::default_root().join("experiments")).unwrap();
         for (path, spec) in specs {
-            assert!(REPORTS.iter().any(|r| r.name == spec.dataset()), "{} has no report", path.display());
+            assert!(REPORTS.iter().any(|r| r.dataset == spec.dataset()), "{} has no report", path.display());
         }
     }
 

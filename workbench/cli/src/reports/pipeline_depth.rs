@@ -11,7 +11,7 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "pipeline-depth", table, figure: Some(figure) };
+pub const REPORT: Report = Report { name: "pipeline-depth", dataset: "pipeline-depth", table, figure: Some(figure) };
 
 const MODES: [&str; 2] = ["pipelined", "request-response"];
 

@@ -12,7 +12,8 @@ use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "server-heap-growth", table, figure: Some(figure) };
+pub const REPORT: Report =
+    Report { name: "server-heap-growth", dataset: "server-heap-growth", table, figure: Some(figure) };
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(&run.manifest.scale);

@@ -2,7 +2,8 @@
 //! Table: per engine, query and client count: QPS, p50 and p99 latency, and
 //! the server's RSS while that cell ran (median and peak of the 100 ms
 //! samples). Figure: QPS against clients (log–log), one line per engine ×
-//! query.
+//! query. A second table, [`VERSUS`], sets ours beside ClickHouse per query
+//! and client count, at every core and at one thread each.
 
 use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
@@ -12,7 +13,7 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "throughput", table, figure: Some(figure) };
+pub const REPORT: Report = Report { name: "throughput", dataset: "throughput", table, figure: Some(figure) };
 
 /// The (engine, query) pairs of the run, in first-seen order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {
@@ -28,9 +29,13 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
+pub const VERSUS: Report =
+    Report { name: "throughput-vs-clickhouse", dataset: "throughput", table: versus, figure: None };
+
 fn engine_name(engine: &str) -> String {
     match engine {
         "ours" => "datastore-server (ZAP)".into(),
+        "ours-1-thread" => "datastore-server (ZAP, 1 thread a query)".into(),
         "clickhouse" => "ClickHouse (chDB, default threads)".into(),
         "clickhouse-1-thread" => "ClickHouse (chDB, 1 thread)".into(),
         other => other.into(),
@@ -105,6 +110,74 @@ fn table(run: &Run) -> Result<Table> {
             peer_note(run)?,
         ),
         header: vec!["Engine", "Query", "Clients", "QPS", "p50 (ms)", "p99 (ms)", "RSS (median)", "RSS (peak)"],
+        rows,
+        source: source_of(run),
+    })
+}
+
+/// Ours beside ClickHouse: QPS per query and client count, and the ratio,
+/// with every core and with one thread a query on each side.
+fn versus(run: &Run) -> Result<Table> {
+    let q = run_queries(run)?;
+    let levels = distinct_u64(&q, "concurrency")?;
+    let queries: Vec<String> = series(run)?.into_iter().map(|(_, name)| name).fold(Vec::new(), |mut v, n| {
+        if !v.contains(&n) {
+            v.push(n)
+        }
+        v
+    });
+    let qps = |engine: &str, query: &str, c: u64| -> Result<Option<f64>> {
+        Ok(median(&values(&q, &[("engine", engine), ("query", query)], &[("concurrency", c)], "qps")?))
+    };
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => dash(),
+    };
+    let show = |v: Option<f64>| v.map_or_else(dash, fmt::sig3);
+    let mut rows = Vec::new();
+    for query in &queries {
+        for &c in &levels {
+            let (ours, theirs) = (qps("ours", query, c)?, qps("clickhouse", query, c)?);
+            let (ours1, theirs1) = (qps("ours-1-thread", query, c)?, qps("clickhouse-1-thread", query, c)?);
+            rows.push(vec![
+                query.clone(),
+                c.to_string(),
+                show(ours),
+                show(theirs),
+                ratio(ours, theirs),
+                show(ours1),
+                show(theirs1),
+                ratio(ours1, theirs1),
+            ]);
+        }
+    }
+    let rss = values(run, &[("kind", "rss"), ("engine", "ours")], &[], "rss_bytes")?;
+    let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let rows_param = run
+        .manifest
+        .spec
+        .scale(&run.manifest.scale)
+        .and_then(|s| s.params.get("rows"))
+        .and_then(|v| v.as_u64())
+        .map_or_else(|| "?".into(), fmt::thousands);
+    Ok(Table {
+        name: VERSUS.name,
+        caption: format!(
+            "Ours against upstream ClickHouse on the same {rows_param} rows, the same queries and the same closed loop              (the throughput table's runs): QPS and the ratio ours ÷ ClickHouse, first with every core on both              sides (ours: as many threads a query as the server's CPU budget grants; ClickHouse: its default),              then with one thread a query on both sides. Our server's RSS through the whole mix, sampled every              100 ms: median {}, peak {}.{}",
+            median(&rss).map_or_else(dash, fmt::bytes),
+            peak.map_or_else(dash, fmt::bytes),
+            peer_note(run)?,
+        ),
+        header: vec![
+            "Query",
+            "Clients",
+            "Ours QPS",
+            "ClickHouse QPS",
+            "Ours ÷ ClickHouse",
+            "Ours QPS (1 thread)",
+            "ClickHouse QPS (1 thread)",
+            "Ours ÷ ClickHouse (1 thread)",
+        ],
         rows,
         source: source_of(run),
     })

@@ -88,10 +88,8 @@ fn each_f64(col: &ColumnData, rows: Rows, group: Group, mut f: impl FnMut(usize,
 fn sum_f64(col: &ColumnData, rows: Rows) -> f64 {
     fn lanes(it: impl Iterator<Item = f64>) -> f64 {
         let mut acc = [0.0f64; 8];
-        let mut k = 0;
-        for x in it {
+        for (k, x) in it.enumerate() {
             acc[k & 7] += x;
-            k += 1;
         }
         ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
     }
@@ -757,7 +755,10 @@ pub(super) struct Pending {
 }
 
 /// What a worker kept during a pass, per pending group: values or a histogram.
-pub(super) struct Kept(Vec<(Vec<f64>, Option<Box<[u32]>>)>);
+pub(super) struct Kept(Vec<(Vec<f64>, Option<Histogram>)>);
+
+/// Counts per bucket of the next bits ([`Refine::empty_hist`]).
+type Histogram = Box<[u32]>;
 
 impl Pending {
     fn new(acc: usize, col: usize, refs: Vec<(u32, Refine)>, groups: usize) -> Pending {

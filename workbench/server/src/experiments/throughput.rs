@@ -10,9 +10,12 @@
 //! the same closed loop, interleaved with ours query by query; at each
 //! `chdb_threads` setting (0 = its default, one per core).
 //!
+//! Ours runs at each `threads` setting (a server per setting, started with
+//! `--query-threads`; 0 = every core the CPU budget grants).
+//!
 //! Params: `rows` (table size), `concurrency` (client counts), `seconds`
-//! per (query, c), `batch` (rows per insert when loading), `chdb`
-//! (command, e.g. `[".venv/bin/python", "scripts/chdb_engine.py"]`),
+//! per (query, c), `batch` (rows per insert when loading), `threads`,
+//! `chdb` (command, e.g. `[".venv/bin/python", "scripts/chdb_engine.py"]`),
 //! `chdb_threads`.
 //! Records: `kind = "query"`: engine, query, concurrency, queries, seconds,
 //! qps, p50_ms, p99_ms, mean_ms; `kind = "rss"`: t_s, rss_bytes and the
@@ -57,7 +60,19 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if (fds as usize) < max + 64 {
         bail!("the load driver may open {fds} files; {max} clients need more (params.concurrency)");
     }
-    let server = ServerChild::spawn(&data, cell.trace.as_deref(), &[])?;
+    let our_threads: Vec<u64> = cell.param("threads", vec![0])?;
+    if our_threads.is_empty() {
+        bail!("{}: params.threads needs one setting at least", cell.experiment);
+    }
+    // One server per setting, all on the same (read-only) table; only the
+    // first writes a dhat trace.
+    let mut servers = Vec::new();
+    for (i, &t) in our_threads.iter().enumerate() {
+        let trace = if i == 0 { cell.trace.as_deref() } else { None };
+        let server = ServerChild::spawn(&data, trace, &["--query-threads", &t.to_string()])?;
+        servers.push((engine_label("ours", t), server));
+    }
+    let server = &servers[0].1;
     let chdb_cmd: Vec<String> = cell.param("chdb", Vec::new())?;
     let chdb_threads: Vec<u64> = cell.param("chdb_threads", vec![0])?;
     let mut peer = match chdb_cmd.is_empty() {
@@ -113,24 +128,23 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         }
     };
 
-    let engines = 1 + peer.as_ref().map_or(0, |_| chdb_threads.len());
+    let engines = servers.len() + peer.as_ref().map_or(0, |_| chdb_threads.len());
     let total = levels.len() * gen::QUERIES.len() * engines;
     let mut done = 0;
     let result = (|| -> Result<()> {
         for &c in &levels {
             for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
-                set_phase("ours", name, c, server.pid());
-                let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
-                    .with_context(|| format!("{name} at {c} client(s)"))?;
-                emit_query(out, "ours", name, c, rows, lat, secs)?;
-                done += 1;
-                progress(done, total);
+                for (engine, server) in &servers {
+                    set_phase(engine, name, c, server.pid());
+                    let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
+                        .with_context(|| format!("{engine}: {name} at {c} client(s)"))?;
+                    emit_query(out, engine, name, c, rows, lat, secs)?;
+                    done += 1;
+                    progress(done, total);
+                }
                 let Some(p) = peer.as_mut() else { continue };
                 for &threads in &chdb_threads {
-                    let engine = match threads {
-                        0 => "clickhouse".to_string(),
-                        n => format!("clickhouse-{n}-thread"),
-                    };
+                    let engine = engine_label("clickhouse", threads);
                     set_phase(&engine, name, c, p.pid());
                     let (lat, secs, got) = p
                         .run(&clickhouse_sql(sql), c, seconds, threads)
@@ -154,7 +168,18 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         p.quit();
     }
     result?;
-    server.stop()
+    for (_, s) in servers {
+        s.stop()?;
+    }
+    Ok(())
+}
+
+/// An engine's name in the records: `ours`, `ours-1-thread`, `clickhouse`, …
+pub fn engine_label(base: &str, threads: u64) -> String {
+    match threads {
+        0 => base.to_string(),
+        n => format!("{base}-{n}-thread"),
+    }
 }
 
 /// What runs now, for the RSS sampler.
