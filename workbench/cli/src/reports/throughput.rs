@@ -163,7 +163,11 @@ fn versus(run: &Run) -> Result<Table> {
     Ok(Table {
         name: VERSUS.name,
         caption: format!(
-            "Ours against upstream ClickHouse on the same {rows_param} rows, the same queries and the same closed loop              (the throughput table's runs): QPS and the ratio ours ÷ ClickHouse, first with every core on both              sides (ours: as many threads a query as the server's CPU budget grants; ClickHouse: its default),              then with one thread a query on both sides. Our server's RSS through the whole mix, sampled every              100 ms: median {}, peak {}.{}",
+            "Ours against upstream ClickHouse on the same {rows_param} rows, the same queries and the same closed loop \
+             (the throughput table's runs): QPS and the ratio ours ÷ ClickHouse, first with every core on both \
+             sides (ours: as many threads a query as the server's CPU budget grants; ClickHouse: its default), \
+             then with one thread a query on both sides. Our server's RSS through the whole mix, sampled every \
+             100 ms: median {}, peak {}.{}",
             median(&rss).map_or_else(dash, fmt::bytes),
             peak.map_or_else(dash, fmt::bytes),
             peer_note(run)?,

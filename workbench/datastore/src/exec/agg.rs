@@ -709,12 +709,12 @@ impl Partial {
         let order: Vec<u32> = if q.order_by.is_empty() {
             (0..limit as u32).collect()
         } else {
-            let keys: Vec<Vec<Value>> =
-                q.order_by.iter().map(|&(item, _)| (0..n).map(|g| value(item, g)).collect()).collect();
+            let keys: Vec<SortCol> =
+                q.order_by.iter().map(|&(item, _)| SortCol::new((0..n).map(|g| value(item, g)).collect())).collect();
             // Ties keep first-seen order, as a stable sort would.
             let cmp = |a: &u32, b: &u32| {
                 for (k, &(_, desc)) in keys.iter().zip(&q.order_by) {
-                    let o = k[*a as usize].cmp(&k[*b as usize]);
+                    let o = k.cmp(*a as usize, *b as usize);
                     let o = if desc { o.reverse() } else { o };
                     if o != Ordering::Equal {
                         return o;
@@ -734,6 +734,30 @@ impl Partial {
             ids
         };
         order.into_iter().map(|g| (0..q.items.len()).map(|i| value(i, g as usize)).collect()).collect()
+    }
+}
+
+/// One ORDER BY key's values over the groups.
+enum SortCol {
+    /// All floats (a sum, an average): compared without the `Value` match.
+    F(Vec<f64>),
+    Any(Vec<Value>),
+}
+
+impl SortCol {
+    fn new(v: Vec<Value>) -> SortCol {
+        if v.iter().all(|x| matches!(x, Value::F(_))) {
+            SortCol::F(v.iter().map(|x| x.as_f64().expect("a float")).collect())
+        } else {
+            SortCol::Any(v)
+        }
+    }
+
+    fn cmp(&self, a: usize, b: usize) -> Ordering {
+        match self {
+            SortCol::F(v) => v[a].total_cmp(&v[b]),
+            SortCol::Any(v) => v[a].cmp(&v[b]),
+        }
     }
 }
 
