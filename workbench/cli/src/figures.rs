@@ -271,7 +271,11 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let xmin = xs.clone().fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
     let xmax = xs.fold(1.0, f64::max) * 1.25;
     let chart = Chart {
-        title: format!("Round-trip latency over loopback ({}, {})", spec.variants.join(", "), run.manifest.run_id),
+        title: format!(
+            "Round-trip latency over loopback ({}, {})",
+            spec.variants_at(&run.manifest.scale).join(", "),
+            run.manifest.run_id
+        ),
         x_desc: "round-trip latency, µs (log)",
         y_desc: "percentile of round trips",
         x_log: true,

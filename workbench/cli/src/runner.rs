@@ -59,7 +59,7 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
     let mut out = Vec::new();
     if spec.target == Target::DatastoreServer {
         for rep in 0..s.repetitions {
-            for variant in &spec.variants {
+            for variant in spec.variants_at(scale) {
                 // `work_dir` and `trace` are filled in when the cell runs.
                 let cell = serde_json::to_value(server::experiments::Cell {
                     experiment: spec.experiment.clone(),
@@ -85,7 +85,7 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
     for rep in 0..s.repetitions {
         for &payload in &spec.payloads {
             for codec in &spec.codecs {
-                for variant in &spec.variants {
+                for variant in spec.variants_at(scale) {
                     let id = format!("{codec}-p{payload}-{variant}-r{rep}");
                     let cell = Cell {
                         experiment: spec.experiment.clone(),
@@ -325,12 +325,16 @@ pub fn run_spec(
         rustc: manifest::rustc_version(&opts.root),
         profile: variants::PROFILE.into(),
         features: spec
-            .variants
+            .variants_at(&opts.scale)
             .iter()
             .map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect()))
             .collect(),
-        allocators: spec.variants.iter().map(|v| (v.clone(), variants::allocator(v).to_string())).collect(),
-        builds: spec.variants.iter().map(|v| (v.clone(), variants::describe(v))).collect(),
+        allocators: spec
+            .variants_at(&opts.scale)
+            .iter()
+            .map(|v| (v.clone(), variants::allocator(v).to_string()))
+            .collect(),
+        builds: spec.variants_at(&opts.scale).iter().map(|v| (v.clone(), variants::describe(v))).collect(),
         cpu_model: manifest::cpu_model(),
         cores: manifest::cores(),
         kernel: manifest::kernel(),

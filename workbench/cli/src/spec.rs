@@ -53,6 +53,10 @@ pub struct Scale {
     pub warmup: u64,
     #[serde(default = "one")]
     pub repetitions: u32,
+    /// Build variants at this scale, instead of the spec's (e.g. fewer
+    /// builds for the quick suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<String>>,
     /// Sample interval in messages (heap-growth); defaults to messages / 100.
     #[serde(default)]
     pub sample_every: Option<u64>,
@@ -178,13 +182,19 @@ impl Spec {
 
     fn validate_variants(&self, path: &Path) -> Result<(), SpecError> {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
-        if self.variants.is_empty() {
-            return bad("variants", "list at least one allocator variant".into());
-        }
-        for v in &self.variants {
-            let known = crate::variants::names();
-            if !known.contains(&v.as_str()) {
-                return bad("variants", format!("unknown variant {v:?}; known: {known:?}"));
+        let lists = [("variants".to_string(), Some(&self.variants))].into_iter().chain(
+            [("quick", &self.quick), ("full", &self.full)].map(|(n, s)| (format!("{n}.variants"), s.variants.as_ref())),
+        );
+        for (key, list) in lists {
+            let Some(list) = list else { continue };
+            if list.is_empty() {
+                return bad(&key, "list at least one build variant".into());
+            }
+            for v in list {
+                let known = crate::variants::names();
+                if !known.contains(&v.as_str()) {
+                    return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
+                }
             }
         }
         for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
@@ -193,6 +203,11 @@ impl Spec {
             }
         }
         Ok(())
+    }
+
+    /// The build variants run at the named scale: its own list, or the spec's.
+    pub fn variants_at(&self, scale: &str) -> &[String] {
+        self.scale(scale).and_then(|s| s.variants.as_deref()).unwrap_or(&self.variants)
     }
 
     /// The settings of the named scale (`quick` or `full`).
@@ -280,6 +295,14 @@ mod tests {
         "#;
         let s = Spec::parse(text, Path::new("c.toml")).unwrap();
         assert_eq!(s.target, Target::DatastoreServer);
+        // A scale may build other variants than the spec's.
+        let quick = text.replace("[quick.params]", "[quick]\nvariants = [\"o3\"]\n[quick.params]");
+        let q = Spec::parse(&quick, Path::new("c.toml")).unwrap();
+        assert_eq!((q.variants_at("quick"), q.variants_at("full")), (&["o3".to_string()][..], &q.variants[..]));
+        for (bad, why) in [("[]", "at least one"), ("[\"o4\"]", "o4")] {
+            let e = Spec::parse(&quick.replace("[\"o3\"]", bad), Path::new("c.toml")).unwrap_err().to_string();
+            assert!(e.contains("key `quick.variants`") && e.contains(why), "{e}");
+        }
         assert_eq!(s.full.params["steps"], serde_json::json!([10, 10000]));
         let e = Spec::parse(&text.replace("variants", "codecs = [\"zap\"]\nvariants"), Path::new("c.toml"))
             .unwrap_err()

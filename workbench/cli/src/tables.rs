@@ -554,7 +554,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
              p50 with it. Variant: {}; {} profile; a shared 2-core machine.",
             fmt::thousands(s.warmup),
             s.repetitions,
-            spec.variants.join(", "),
+            spec.variants_at(&run.manifest.scale).join(", "),
             run.manifest.profile
         ),
         header: vec!["Stack", "Payload", "n", "p50", "× floor", "above floor (µs)", "p95", "p99", "p99.9", "max"],

@@ -118,6 +118,16 @@ pub fn describe(variant: &str) -> String {
     parts.join(", ")
 }
 
+/// The target directory's name for a plain (not profile-guided) variant:
+/// the first variant built the same way, so that `o3` and `system` (one
+/// build, two names for two studies) compile once.
+fn build_dir(v: &Variant) -> &'static str {
+    VARIANTS
+        .iter()
+        .find(|w| !w.pgo && w.features == v.features && w.profile_env == v.profile_env)
+        .map_or(v.name, |w| w.name)
+}
+
 /// Builds `target` for `variant` and returns the binary's path. Cargo's
 /// and the tools' output goes to `log`, named in the error if a step fails.
 pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {
@@ -127,7 +137,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
     }
     let mut log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     if !v.pgo {
-        return cargo_build(root, &dir.join(variant), target, v, "", &mut log_file, log);
+        return cargo_build(root, &dir.join(build_dir(v)), target, v, "", &mut log_file, log);
     }
     if target != Target::DatastoreServer {
         bail!("variant {variant}: profile-guided builds train on the datastore server's workload only");
@@ -307,6 +317,14 @@ fn llvm_profdata() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identical_builds_share_a_directory() {
+        assert_eq!(build_dir(get("o3").unwrap()), "system");
+        assert_eq!(build_dir(get("system").unwrap()), "system");
+        assert_eq!(build_dir(get("fatlto").unwrap()), "fatlto");
+        assert_eq!(build_dir(get("jemalloc").unwrap()), "jemalloc");
+    }
 
     #[test]
     fn variants_are_unique_and_stages_build_up() {

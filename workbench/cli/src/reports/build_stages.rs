@@ -32,7 +32,7 @@ fn table(run: &Run) -> Result<Table> {
     header.extend(["RSS (median)", "RSS (peak)"]);
     let mut rows = Vec::new();
     let mut failures = Vec::new();
-    for v in &run.manifest.spec.variants {
+    for v in run.manifest.spec.variants_at(&run.manifest.scale) {
         let failed =
             select(&run.records, &[("kind", "build-failed"), ("variant", v)], &[]).ok().filter(|d| d.height() > 0);
         if let Some(df) = failed {
@@ -77,7 +77,7 @@ fn table(run: &Run) -> Result<Table> {
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
-    for v in &run.manifest.spec.variants {
+    for v in run.manifest.spec.variants_at(&run.manifest.scale) {
         let df = select(&run.records, &[("kind", "rss"), ("variant", v)], &[("rep", 0)])?;
         if df.height() == 0 {
             continue;

@@ -26,7 +26,7 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
     };
     let mut out = Vec::new();
     for s in servers {
-        for v in &run.manifest.spec.variants {
+        for v in run.manifest.spec.variants_at(&run.manifest.scale) {
             out.push((s.clone(), v.clone()));
         }
     }

@@ -45,7 +45,7 @@ fn per_query(points: &[(f64, f64)]) -> Option<f64> {
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for w in workloads(run) {
-        for v in &run.manifest.spec.variants {
+        for v in run.manifest.spec.variants_at(&run.manifest.scale) {
             let last = |col: &str| -> Result<Option<f64>> { Ok(series(run, &w, v, col)?.last().map(|p| p.1)) };
             let n = series(run, &w, v, "rss_bytes")?.last().map_or(0.0, |p| p.0);
             if n == 0.0 {
