@@ -18,15 +18,6 @@ cargo test --release --workspace --no-run
 # NOTE: tables and figures are written last: they are tracked files, and a
 # benchmark started after they change would record a dirty tree.
 target/release/workbench run --no-report "$@"
-if [ "$1" = quick ]; then
-  # The datastore benchmark at quick scale (1M rows; --rows 10000000 for the paper's).
-  dir=$(mktemp -d)
-  ts=$(date -u +%Y%m%dT%H%M%SZ)
-  mkdir -p data/datastore-bench
-  target/release/datastore bench --data "$dir/db" --rows 1000000 --runs 10 \
-    --json "data/datastore-bench/quick-$ts.json" | tee "data/datastore-bench/quick-$ts.txt"
-  rm -rf "$dir"
-fi
 scale=quick prev=""
 for a in "$@"; do
   if [ "$prev" = --scale ]; then scale=$a; fi

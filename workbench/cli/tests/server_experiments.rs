@@ -44,6 +44,17 @@ threads = [0, 1]
 [full.params]
 "#;
 
+const QUERIES: &str = r#"
+experiment = "datastore-queries"
+target = "datastore-server"
+variants = ["jemalloc"]
+[quick.params]
+rows = 20000
+runs = 2
+threads = [0, 1]
+[full.params]
+"#;
+
 fn u64s(df: &polars::prelude::DataFrame, col: &str) -> Vec<u64> {
     let c = df.column(col).unwrap().cast(&polars::prelude::DataType::UInt64).unwrap();
     c.u64().unwrap().iter().map(|v| v.unwrap()).collect()
@@ -89,12 +100,25 @@ fn server_experiments_end_to_end() {
         assert!(u64s(&q, "queries").iter().all(|n| *n > 0), "{engine}");
     }
 
+    // The engine alone: every query timed per run and setting, one-thread
+    // queries ran on one thread, and the engine process's memory recorded.
+    let dq = Spec::parse(QUERIES, Path::new("dq.toml")).unwrap();
+    let dq_run = runner::run_spec(&opts, Path::new("dq.toml"), &dq, &mut bins, &multi).unwrap();
+    let d = dataset::load_run(&dq_run.dir).unwrap();
+    let times = tables::select(&d.records, &[("kind", "query")], &[]).unwrap();
+    assert_eq!(times.height(), 3 * 2 * 2, "3 queries × 2 runs × 2 settings");
+    let one = tables::select(&d.records, &[("kind", "query")], &[("threads", 1)]).unwrap();
+    assert!(u64s(&one, "threads_used").iter().all(|t| *t == 1));
+    let mem = tables::select(&d.records, &[("kind", "memory")], &[]).unwrap();
+    assert!(u64s(&mem, "rss_peak_bytes").iter().all(|b| *b > 0) && mem.height() == 2);
+
     // Each report renders from its dataset alone.
     for (name, dir) in [
         ("pipeline-depth", &r.dir),
         ("connection-scaling", &c.dir),
         ("throughput", &run.dir),
         ("throughput-vs-clickhouse", &run.dir),
+        ("datastore-queries", &dq_run.dir),
     ] {
         let report = REPORTS.iter().find(|x| x.name == name).unwrap();
         let t = (report.table)(&dataset::load_run(dir).unwrap()).unwrap();

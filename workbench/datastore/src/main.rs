@@ -1,6 +1,7 @@
-//! `datastore`: load the paper's workload, run SQL, list parts, benchmark.
+//! `datastore`: load the paper's workload, run SQL, list parts. (The
+//! engine's timings are the workbench's `datastore-queries` experiment.)
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use datastore::{gen, Db, Output, QueryResult, Value};
 use std::io::Write;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "datastore", about = "A MergeTree-style columnar store: load, query, parts, bench")]
+#[command(name = "datastore", about = "A MergeTree-style columnar store: load, query, parts")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -48,24 +49,6 @@ enum Cmd {
     Parts {
         #[arg(long)]
         data: PathBuf,
-    },
-    /// Load (if needed) and time the paper's three queries; report memory.
-    Bench {
-        #[arg(long)]
-        data: PathBuf,
-        #[arg(long, default_value_t = 1_000_000)]
-        rows: u64,
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Timed runs of each query (interleaved Q1 Q2 Q3 Q1 …), after one warm-up run.
-        #[arg(long, default_value_t = 10)]
-        runs: usize,
-        /// Also write the figures as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Most threads a query may use (0: every core).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
     },
     /// Crash-test helper: inserts numbered batches forever, printing each
     /// batch number once its insert has returned.
@@ -110,9 +93,6 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Parts { data } => parts(&data)?,
-        Cmd::Bench { data, rows, seed, runs, json, threads } => {
-            bench(&data, rows, seed, runs, threads, json.as_deref())?
-        }
         Cmd::InsertLoop { data, batch } => insert_loop(&data, batch)?,
     }
     Ok(())
@@ -286,100 +266,6 @@ fn print_result(r: &QueryResult, format: &str) -> Result<()> {
                 writeln!(out, "{}", line(c))?;
             }
         }
-    }
-    Ok(())
-}
-
-/// VmRSS and VmHWM of this process, bytes (probe's allocation-free reader).
-fn rss() -> (u64, u64) {
-    probe::rss::read().map_or((0, 0), |r| (r.rss, r.peak))
-}
-
-fn bench(data: &Path, rows: u64, seed: u64, runs: usize, threads: usize, json: Option<&Path>) -> Result<()> {
-    let mut load_secs = None;
-    if !data.join("t/table.json").exists() {
-        // The load runs in a child process so that this process's memory
-        // figures are those of serving queries, not of loading.
-        eprintln!("loading {rows} rows into {} …", data.display());
-        let t0 = Instant::now();
-        let status = std::process::Command::new(std::env::current_exe()?)
-            .args(["load", "--data"])
-            .arg(data)
-            .args(["--rows", &rows.to_string(), "--seed", &seed.to_string()])
-            .status()?;
-        if !status.success() {
-            bail!("load into {} failed ({status})", data.display());
-        }
-        load_secs = Some(t0.elapsed().as_secs_f64());
-    }
-    let db = Db::open(data)?;
-    let t = db.table("t")?;
-    let table_rows: u64 = t.snapshot().iter().map(|p| p.meta.rows).sum();
-    let disk = disk_bytes(&t.dir)?;
-    let (rss_open, _) = rss();
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); gen::QUERIES.len()];
-    for round in 0..=runs {
-        for (i, (_, sql)) in gen::QUERIES.iter().enumerate() {
-            let t0 = Instant::now();
-            let limits = datastore::Limits { threads, ..Default::default() };
-            let r = db.select(sql, &[], &limits)?;
-            let secs = t0.elapsed().as_secs_f64();
-            std::hint::black_box(r);
-            if round > 0 {
-                times[i].push(secs);
-            }
-        }
-        eprintln!("progress {round} {runs}");
-    }
-    let (rss_steady, rss_peak) = rss();
-    println!("datastore bench: {table_rows} rows, {} part(s), {} on disk", t.snapshot().len(), human(disk));
-    if let Some(s) = load_secs {
-        println!("load: {s:.1} s ({:.0} rows/s, child process)", rows as f64 / s);
-    }
-    let on = if threads == 0 {
-        format!("up to {} threads", datastore::exec::cpu::cores())
-    } else {
-        format!("{threads} thread(s)")
-    };
-    println!("{runs} timed runs per query after one warm-up, interleaved, {on} per query:");
-    let mut records = Vec::new();
-    for (i, (name, sql)) in gen::QUERIES.iter().enumerate() {
-        let mut v = times[i].clone();
-        v.sort_by(f64::total_cmp);
-        let med = v[v.len() / 2];
-        println!(
-            "  {name:<18} median {:>8.1} ms  [min {:.1}, max {:.1}]  {:>6.0} M rows/s   {sql}",
-            med * 1e3,
-            v[0] * 1e3,
-            v[v.len() - 1] * 1e3,
-            table_rows as f64 / med / 1e6
-        );
-        records.push(serde_json::json!({
-            "query": name, "sql": sql, "runs": runs, "median_s": med, "min_s": v[0], "max_s": v[v.len() - 1],
-            "rows_per_s": table_rows as f64 / med,
-        }));
-    }
-    println!(
-        "memory: RSS after open {}, steady-state RSS after the mix {}, peak RSS {}",
-        human(rss_open),
-        human(rss_steady),
-        human(rss_peak)
-    );
-    if let Some(p) = json {
-        let here = std::env::current_dir()?;
-        let (rev, dirty) = probe::host::git_state(&here);
-        let manifest = serde_json::json!({
-            "git_revision": rev, "git_dirty": dirty, "rustc": probe::host::rustc_version(&here),
-            "profile": if cfg!(debug_assertions) { "debug" } else { "release" }, "features": [],
-            "allocator": "system", "cpu_model": probe::host::cpu_model(), "cores": probe::host::cores(),
-            "kernel": probe::host::kernel(), "date": probe::host::iso_date(probe::host::now_secs()),
-            "command_line": std::env::args().collect::<Vec<_>>(),
-        });
-        let doc = serde_json::json!({
-            "manifest": manifest, "rows": table_rows, "parts": t.snapshot().len(), "disk_bytes": disk, "load_s": load_secs,
-            "rss_open": rss_open, "rss_steady": rss_steady, "rss_peak": rss_peak, "queries": records, "threads": threads,
-        });
-        std::fs::write(p, serde_json::to_vec_pretty(&doc)?).with_context(|| p.display().to_string())?;
     }
     Ok(())
 }

@@ -79,6 +79,18 @@ enum Cmd {
         /// The cell as JSON (`experiment`, `params`, `seed`, `work_dir`, `trace`).
         json: String,
     },
+    /// The engine alone (the datastore-queries experiment's measured
+    /// process): time the workload's queries on an opened table.
+    #[command(hide = true)]
+    Engine {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Most threads a query may use (0: every core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
     /// The git revision this binary was built from.
     Revision,
     /// The allocator variant of this build.
@@ -160,6 +172,7 @@ fn main() -> Result<()> {
             let mut out = experiments::Records::new(Box::new(std::io::stdout()));
             experiments::run(&cell, &mut out).with_context(|| format!("cell {}", cell.experiment))?;
         }
+        Cmd::Engine { data, runs, threads } => experiments::datastore_queries::engine(&data, runs, threads)?,
         Cmd::Revision => println!("{}", probe::GIT_REVISION),
         Cmd::Variant => println!("{}", probe::VARIANT.name()),
     }

@@ -9,9 +9,9 @@
 //! - [`Report`], [`REPORTS`]: the registry; the codec and transport
 //!   experiments' tables and figures still live in [`crate::tables`] and
 //!   [`crate::figures`], registered here.
-//! - [`build_stages`], [`connection_scaling`], [`pipeline_depth`], [`server_heap_growth`],
-//!   [`throughput`]: the
-//!   datastore server's experiments, one file each.
+//! - [`build_stages`], [`connection_scaling`], [`datastore_queries`],
+//!   [`pipeline_depth`], [`server_heap_growth`], [`throughput`]: the
+//!   datastore's experiments, one file each.
 
 use crate::dataset::Run;
 use crate::tables::{self, Table};
@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 pub mod build_stages;
 pub mod connection_scaling;
+pub mod datastore_queries;
 pub mod pipeline_depth;
 pub mod server_heap_growth;
 pub mod throughput;
@@ -72,6 +73,7 @@ pub const REPORTS: &[Report] = &[
         table: tables::instrumentation_cost,
         figure: None,
     },
+    datastore_queries::REPORT,
     build_stages::REPORT,
     connection_scaling::REPORT,
     pipeline_depth::REPORT,

@@ -15,7 +15,8 @@
 //! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
 //!   spec's per-scale settings, naming the key at fault.
 //! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
-//!   connection-scaling, server-heap-growth, pipeline-depth, throughput).
+//!   connection-scaling, datastore-queries, server-heap-growth,
+//!   pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink.
 
@@ -30,6 +31,7 @@ use std::process::{Child, Command, Stdio};
 
 pub mod build_stages;
 pub mod connection_scaling;
+pub mod datastore_queries;
 pub mod heap_growth;
 pub mod pipeline_depth;
 pub mod throughput;
@@ -70,6 +72,7 @@ pub struct Experiment {
 pub const EXPERIMENTS: &[Experiment] = &[
     build_stages::EXPERIMENT,
     connection_scaling::EXPERIMENT,
+    datastore_queries::EXPERIMENT,
     heap_growth::EXPERIMENT,
     pipeline_depth::EXPERIMENT,
     throughput::EXPERIMENT,
@@ -77,7 +80,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
 
 /// The experiments' names, for validating specs.
 pub const NAMES: &[&str] =
-    &["build-stages", "connection-scaling", "server-heap-growth", "pipeline-depth", "throughput"];
+    &["build-stages", "connection-scaling", "datastore-queries", "server-heap-growth", "pipeline-depth", "throughput"];
 
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {

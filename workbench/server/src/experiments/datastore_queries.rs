@@ -1,0 +1,94 @@
+//! The engine alone, without the server or the protocol: the workload's
+//! three queries timed in one process that only opens the table and runs
+//! them (`datastore-server engine`, a child of the cell, so that its memory
+//! figures are those of serving queries, not of loading the table).
+//!
+//! For each `threads` setting (0 = every core): one warm-up round, then
+//! `runs` rounds of the three queries interleaved; each query's time per
+//! run, and the process's RSS after opening the table, after the mix, and
+//! at its peak.
+//!
+//! Params: `rows`, `batch` (rows per insert when loading), `runs`, `threads`.
+//! Records: `kind = "table"`: rows, parts, disk_bytes; `kind = "query"`:
+//! threads, query, run, ms, threads_used, passes; `kind = "memory"`:
+//! threads, rss_open_bytes, rss_after_bytes, rss_peak_bytes.
+
+use super::{progress, Cell, Experiment, Records};
+use anyhow::{bail, Context, Result};
+use datastore::gen;
+use serde_json::json;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+pub const EXPERIMENT: Experiment = Experiment { name: "datastore-queries", run };
+
+fn run(cell: &Cell, out: &mut Records) -> Result<()> {
+    let rows: u64 = cell.param("rows", 1_000_000)?;
+    let batch: u64 = cell.param("batch", 1_000_000)?;
+    let runs: usize = cell.param("runs", 10)?;
+    let threads: Vec<usize> = cell.param("threads", vec![0])?;
+    if runs == 0 || threads.is_empty() {
+        bail!("{}: params.runs must be ≥ 1 and params.threads name one setting at least", cell.experiment);
+    }
+    let data = cell.work_dir.join("db");
+    let db = datastore::Db::open(&data)?;
+    gen::load(&db, rows, cell.seed, batch, true, |_, _| {})
+        .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
+    let t = db.table("t")?;
+    let parts = t.snapshot();
+    let disk: u64 = parts.iter().map(|p| p.meta.columns.iter().map(|c| c.compressed).sum::<u64>()).sum();
+    out.emit(json!({"kind": "table", "rows": rows, "parts": parts.len(), "disk_bytes": disk}))?;
+    drop((parts, t, db));
+
+    let exe = std::env::current_exe().context("locating this executable")?;
+    for (i, &n) in threads.iter().enumerate() {
+        let mut child = Command::new(&exe)
+            .args(["engine", "--runs", &runs.to_string(), "--threads", &n.to_string(), "--data"])
+            .arg(&data)
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {} engine", exe.display()))?;
+        let stdout = child.stdout.take().context("engine stdout")?;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line?;
+            let rec: serde_json::Value =
+                serde_json::from_str(&line).with_context(|| format!("the engine printed {line:?}"))?;
+            out.emit(rec)?;
+        }
+        let status = child.wait()?;
+        if !status.success() {
+            bail!("{} engine --threads {n} failed ({status})", exe.display());
+        }
+        progress(i + 1, threads.len());
+    }
+    Ok(())
+}
+
+/// `datastore-server engine`: opens `data`, times the workload's queries,
+/// prints records as JSON lines.
+pub fn engine(data: &Path, runs: usize, threads: usize) -> Result<()> {
+    let mut out = Records::new(Box::new(std::io::stdout()));
+    let rss = || probe::rss::read().map_or((0, 0), |r| (r.rss, r.peak));
+    let db = datastore::Db::open(data)?;
+    db.table("t").with_context(|| format!("opening table t in {}", data.display()))?;
+    let (rss_open, _) = rss();
+    let limits = datastore::Limits { threads, ..Default::default() };
+    for round in 0..=runs {
+        for (name, sql) in gen::QUERIES {
+            let t0 = Instant::now();
+            let (r, stats) = db.select(sql, &[], &limits).with_context(|| format!("{name}: {sql}"))?;
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            std::hint::black_box(r);
+            // Round 0 warms the page cache and the allocator.
+            if round > 0 {
+                out.emit(json!({"kind": "query", "threads": threads, "query": name, "run": round, "ms": ms,
+                    "threads_used": stats.threads, "passes": stats.passes}))?;
+            }
+        }
+    }
+    let (rss_after, rss_peak) = rss();
+    out.emit(json!({"kind": "memory", "threads": threads, "rss_open_bytes": rss_open,
+        "rss_after_bytes": rss_after, "rss_peak_bytes": rss_peak}))
+}
