@@ -10,7 +10,8 @@
 #   which runs the notebooks; with WB_PEERS=1 (the main job) also
 #   scripts/requirements-peers.txt: chDB, upstream ClickHouse in process,
 #   the throughput experiment's peer (≈ 250 MB of wheels, so not for tests),
-#   and the build-stages tools: llvm-tools (rustup) and bolt-16 (apt).
+#   the build-stages tools: llvm-tools (rustup) and bolt-16 (apt), and
+#   Debian's clickhouse-server (apt), connection-scaling's official column.
 # protoc needs nothing: prost-build uses the vendored binary.
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
@@ -58,6 +59,12 @@ if [ "${WB_PEERS:-0}" = 1 ]; then
         echo "setup: installing bolt-16 and libbolt-16-dev (apt: llvm-bolt, merge-fdata, the instrumentation runtime)"
         SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
         $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bolt-16 libbolt-16-dev >/dev/null
+    fi
+    # The connection-scaling experiment's official column (an old release: 18.16).
+    if [ ! -x /usr/sbin/clickhouse-server ]; then
+        echo "setup: installing clickhouse-server (apt; Debian's package, not started as a service)"
+        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clickhouse-server >/dev/null
     fi
     peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
     if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then

@@ -1,7 +1,9 @@
 //! connection-scaling: server memory against idle connections (each made
 //! one `ping` and stays open). Table: per server and build, per step, RSS,
-//! its growth from the first step, per connection, and the live heap where
-//! the build knows it. Figure: RSS against connections (log x).
+//! its growth from the first step, per connection, the live heap where
+//! the build knows it, and the server's threads. Beside ours, Debian's
+//! clickhouse-server when the run measured it. Figure: RSS against
+//! connections (log x; log y when ClickHouse is in it).
 
 use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
@@ -36,8 +38,45 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
 fn server_name(server: &str, variant: &str) -> String {
     match server {
         "ours" => format!("datastore-server ({variant})"),
+        "clickhouse" => "clickhouse-server (Debian; HTTP keep-alive)".into(),
         other => other.to_string(),
     }
+}
+
+/// The first text value of `col` among the clickhouse records of `kind`-less
+/// steps or its peer record (`None` when absent).
+fn clickhouse_text(run: &Run, filters: &[(&str, &str)], col: &str) -> Option<String> {
+    let df = crate::tables::select(&run.records, filters, &[]).ok()?;
+    let text = df.column(col).ok()?.str().ok()?.iter().flatten().next().map(str::to_string);
+    text
+}
+
+/// What the caption says of the peer: its version and limits, where it
+/// stopped, or why it did not run.
+fn peer_note(run: &Run) -> String {
+    let peer = [("server", "clickhouse"), ("kind", "peer")];
+    if crate::tables::select(&run.records, &peer, &[]).map_or(true, |d| d.height() == 0) {
+        return String::new();
+    }
+    if let Some(reason) = clickhouse_text(run, &peer, "reason") {
+        return format!(" clickhouse-server was not measured: {reason}.");
+    }
+    let version = clickhouse_text(run, &peer, "version").unwrap_or_else(|| "?".into());
+    let limit = values(run, &peer, &[], "server_open_files_limit").ok().and_then(|v| v.first().copied());
+    let mut note = format!(
+        " clickhouse-server {version} (Debian's package) ran with a generated config on loopback (max_connections \
+         above the last step, keep-alive 3600 s, open-files limit {}), each connection one HTTP keep-alive \
+         GET of SELECT 1, read and held; measured in the system build's cell.",
+        limit.map_or_else(|| "?".into(), |l| fmt::thousands(l as u64))
+    );
+    if let Some(err) = clickhouse_text(run, &[("server", "clickhouse")], "error") {
+        let at = values(run, &[("server", "clickhouse")], &[], "reached")
+            .ok()
+            .and_then(|v| v.iter().copied().reduce(f64::max))
+            .map_or_else(|| "?".into(), |r| fmt::thousands(r as u64));
+        note += &format!(" It stopped at {at} connections: {err}.");
+    }
+    note
 }
 
 /// Median over repetitions of `col` at `n` connections.
@@ -68,6 +107,7 @@ fn table(run: &Run) -> Result<Table> {
                 per(Some(rss), rss0),
                 live.map_or_else(dash, fmt::bytes),
                 per(live, live0),
+                at(run, &server, &variant, n, "server_threads")?.map_or_else(dash, fmt::count),
             ]);
         }
     }
@@ -78,7 +118,8 @@ fn table(run: &Run) -> Result<Table> {
             "Server memory against idle connections: each connection made one ping and stays open; the load \
              driver is a separate process. RSS from /proc; live heap from the allocator (dhat: exact live bytes; \
              jemalloc: stats.allocated; the system build has none). Medians of {reps} run(s); per-connection \
-             columns are the growth from the first step divided by the connections added."
+             columns are the growth from the first step divided by the connections added.{}",
+            peer_note(run)
         ),
         header: vec![
             "Server (build)",
@@ -88,6 +129,7 @@ fn table(run: &Run) -> Result<Table> {
             "RSS / connection",
             "Live heap",
             "Live / connection",
+            "Threads",
         ],
         rows,
         source: source_of(run),
@@ -110,15 +152,18 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     }
     let xmax = steps.last().copied().unwrap_or(10) as f64;
     let xmin = steps.first().copied().unwrap_or(1).max(1) as f64;
-    let ymax = extent(&lines).3 * 1.15;
+    let (_, _, ymin, ymax) = extent(&lines);
+    // ClickHouse's thread per connection puts it orders of magnitude above
+    // ours: a log axis keeps both readable.
+    let log = lines.iter().any(|l| l.label.starts_with("clickhouse"));
     let chart = Chart {
         title: format!("Server RSS against idle connections ({})", run.manifest.run_id),
         x_desc: "open connections (log)",
-        y_desc: "server RSS",
+        y_desc: if log { "server RSS (log)" } else { "server RSS" },
         x_log: true,
         x_range: (xmin * 0.8, xmax * 1.25),
-        y_log_floor: false,
-        y_range: (0.0, ymax),
+        y_log_floor: log,
+        y_range: if log { (ymin * 0.5, ymax * 2.0) } else { (0.0, ymax * 1.15) },
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::si_bytes(*v),
     };
