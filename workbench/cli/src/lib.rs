@@ -22,7 +22,8 @@
 //! - [`variants`]: building a target binary (`subject`, `datastore-server`) per allocator variant.
 //! - [`runner`]: cells, their processes, progress, resume.
 //! - [`dataset`]: JSON-lines records ↔ polars frames ↔ Parquet; manifests; finding runs.
-//! - [`manifest`]: what a run records about the machine and the build.
+//! - [`manifest`]: what a run records about the machine and the build;
+//!   [`host`]: the facts it reads (git state, rustc, CPU, kernel, dates).
 //! - [`reports`]: one report per experiment (its table and figure), the registry
 //!   tables, figures and the paper walk.
 //! - [`tables`]: polars analysis into LaTeX and Markdown tables.
@@ -38,6 +39,7 @@ pub mod compare;
 pub mod dataset;
 pub mod figures;
 pub mod fmt;
+pub mod host;
 pub mod manifest;
 pub mod paper;
 pub mod provenance;

@@ -47,9 +47,7 @@ pub struct Manifest {
     pub dirty_diff: Option<String>,
 }
 
-// The host facts are shared with the datastore's benchmark (which must
-// not link this crate's analysis stack), so they live in the probe crate.
-pub use probe::host::*;
+pub use crate::host::*;
 
 #[cfg(test)]
 mod tests {

@@ -81,7 +81,7 @@ pub fn diff(root: &Path) -> Result<String> {
 
 /// Refuses a measurement on a dirty tree unless allowed.
 pub fn check_clean(root: &Path, allow_dirty: bool) -> Result<bool> {
-    let (_, dirty) = probe::host::git_state(root);
+    let (_, dirty) = crate::host::git_state(root);
     if dirty && !allow_dirty {
         bail!(
             "the working tree at {} has uncommitted changes: a dataset from it reproduces from no commit. \
@@ -134,7 +134,7 @@ impl MeasureLock {
         }
         file.set_len(0)?;
         file.rewind()?;
-        writeln!(file, "pid {}, {what}, since {}", std::process::id(), probe::host::iso_date(probe::host::now_secs()))?;
+        writeln!(file, "pid {}, {what}, since {}", std::process::id(), crate::host::iso_date(crate::host::now_secs()))?;
         Ok(MeasureLock { _file: file, path })
     }
 

@@ -129,7 +129,7 @@ impl Value {
     pub fn display_as(&self, ty: ColumnType) -> String {
         match (self, ty) {
             (Value::U(secs), ColumnType::DateTime) => {
-                let (y, mo, d, h, mi, s) = probe::host::civil(*secs);
+                let (y, mo, d, h, mi, s) = civil(*secs);
                 format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
             }
             (v, _) => v.to_string(),
@@ -247,6 +247,23 @@ impl ColumnData {
             },
         }
     }
+}
+
+/// Seconds since the epoch (a DateTime) as `(YYYY, MM, DD, hh, mm, ss)` in UTC.
+pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
 }
 
 /// Rows to insert: one [`ColumnData`] per table column, in table order.

@@ -25,7 +25,6 @@
 //! - [`Probe`]: starts the profiler (dhat writes its trace file on drop).
 //! - [`Counters`]: the cheap, allocation-free per-operation counters.
 //! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
-//! - [`host`]: git state, rustc, CPU, kernel, dates for manifests.
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
@@ -45,7 +44,6 @@ static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-pub mod host;
 pub mod rss;
 pub mod sides;
 

@@ -1,7 +1,8 @@
 //! Facts about the host and the build a measurement records: git state,
-//! rustc, CPU, cores, kernel, dates. Shared by the workbench's dataset
-//! manifests and the datastore's benchmark.
+//! rustc, CPU, cores, kernel, dates (the civil-date algorithm is the
+//! datastore's DateTime one).
 
+use datastore::types::civil;
 use std::path::Path;
 use std::process::Command;
 
@@ -55,23 +56,6 @@ pub fn kernel() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Seconds since the epoch as `(YYYY, MM, DD, hh, mm, ss)` in UTC.
-pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
 }
 
 pub fn now_secs() -> u64 {
