@@ -3,8 +3,7 @@
 //! Text in PNGs uses DejaVu Sans embedded in the binary (the `dejavu`
 //! crate), so figures render the same on a machine without system fonts.
 
-use crate::dataset::{self, Run};
-use crate::tables::{display_name, select};
+use crate::dataset;
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -42,36 +41,6 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Cumulative bytes allocated against messages, one line per codec (and payload),
-/// from the dhat build's samples of repetition 0.
-/// One line per codec: `col` of the dhat build's samples against messages.
-pub fn heap_growth_lines(run: &Run, col: &str) -> Result<Vec<Line>> {
-    let spec = &run.manifest.spec;
-    let mut lines = Vec::new();
-    for codec in &spec.codecs {
-        for &payload in &spec.payloads {
-            let df = select(
-                &run.records,
-                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
-                &[("payload", payload as u64), ("rep", 0)],
-            )?;
-            if df.height() == 0 {
-                continue;
-            }
-            let x = df.column("messages")?.cast(&polars::prelude::DataType::Float64)?;
-            let y = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
-            let points: Vec<(f64, f64)> =
-                x.f64()?.iter().zip(y.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).collect();
-            let mut label = display_name(codec);
-            if spec.payloads.len() > 1 {
-                label += &format!(" ({})", crate::fmt::bytes(payload as f64));
-            }
-            lines.push(Line { label, points });
-        }
-    }
-    Ok(lines)
-}
-
 /// The extent of `lines`: `(x_min, x_max, y_min, y_max)`; the maxima are
 /// at least 1 and the minima `INFINITY` when there is no point, so callers
 /// clamp the minima to their axis floor.
@@ -82,7 +51,7 @@ pub fn extent(lines: &[Line]) -> (f64, f64, f64, f64) {
 }
 
 /// Floor of the heap figure's log axis: zero is drawn here and labelled "0 B".
-const FLOOR: f64 = 1.0;
+pub(crate) const FLOOR: f64 = 1.0;
 
 /// What differs between the line charts: axes, their scales and labels.
 pub struct Chart<'a> {
@@ -176,7 +145,7 @@ pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'
 }
 
 /// Draws two charts side by side into `name.svg` (1400×560) and `name.png`.
-fn write_pair(
+pub(crate) fn write_pair(
     dir: &Path,
     name: &str,
     left: (&[Line], &Chart<'_>),
@@ -197,95 +166,6 @@ fn write_pair(
         draw_lines(r, right.0, right.1, 2.0)?;
     }
     Ok(vec![svg, png])
-}
-
-/// Heap growth as two panels from the same run: the volume allocated
-/// (log–log, so a constant cost per message is a straight line of slope 1,
-/// not a saturating curve) and the live heap (what a leak would grow).
-pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
-    let floor_label = |mut lines: Vec<Line>| {
-        for l in &mut lines {
-            l.points.retain(|p| p.0 > 0.0);
-            if l.points.iter().all(|p| p.1 <= 0.0) {
-                l.label += ": 0 B (drawn on the axis floor)";
-            }
-        }
-        lines
-    };
-    let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
-    let live = floor_label(heap_growth_lines(run, "live_bytes")?);
-    let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
-    let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
-    let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
-    let ymax =
-        |lines: &[Line]| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
-    let what = if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" };
-    let y_fmt = |v: &f64| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) };
-    let left = Chart {
-        title: format!("Allocated over {} round trips, {what}", crate::fmt::thousands(n)),
-        x_desc: "round trips (log)",
-        y_desc: "cumulative bytes allocated (log)",
-        x_log: true,
-        x_range: (xmin, xmax * 1.1),
-        y_log_floor: true,
-        y_range: (FLOOR, ymax(&volume)),
-        x_fmt: &|v| crate::fmt::count(v.round()),
-        y_fmt: &y_fmt,
-    };
-    let right = Chart {
-        title: format!("Live heap, same run (dhat build, {})", run.manifest.run_id),
-        x_desc: "round trips",
-        y_desc: "live heap bytes (log)",
-        x_log: false,
-        x_range: (0.0, xmax),
-        y_log_floor: true,
-        y_range: (FLOOR, ymax(&live)),
-        x_fmt: &|v| crate::fmt::count(v.round()),
-        y_fmt: &y_fmt,
-    };
-    write_pair(dir, name, (&volume, &left), (&live, &right))
-}
-
-pub(crate) fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
-    let spec = &run.manifest.spec;
-    let mut lines = Vec::new();
-    for stack in &spec.codecs {
-        for &payload in &spec.payloads {
-            let v = crate::tables::latencies_us(run, stack, payload as u64)?;
-            let n = v.len() as f64;
-            // One point per 0.1 % of the distribution keeps the files small and the curve exact enough.
-            let step = (v.len() / 1000).max(1);
-            let mut points: Vec<(f64, f64)> =
-                v.iter().enumerate().step_by(step).map(|(i, x)| (*x, (i + 1) as f64 / n * 100.0)).collect();
-            if let Some(last) = v.last() {
-                points.push((*last, 100.0));
-            }
-            let mut label = display_name(stack);
-            if spec.payloads.len() > 1 {
-                label += &format!(" ({})", crate::fmt::bytes(payload as f64));
-            }
-            lines.push(Line { label, points });
-        }
-    }
-    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let xmin = xs.clone().fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
-    let xmax = xs.fold(1.0, f64::max) * 1.25;
-    let chart = Chart {
-        title: format!(
-            "Round-trip latency over loopback ({}, {})",
-            spec.variants_at(&run.manifest.scale).join(", "),
-            run.manifest.run_id
-        ),
-        x_desc: "round-trip latency, µs (log)",
-        y_desc: "percentile of round trips",
-        x_log: true,
-        x_range: (xmin, xmax),
-        y_log_floor: false,
-        y_range: (0.0, 100.0),
-        x_fmt: &|v| crate::fmt::sig3(*v),
-        y_fmt: &|v| format!("{v:.0}"),
-    };
-    write_both(dir, "roundtrip-latency", &lines, &chart)
 }
 
 /// Regenerates every figure from the newest runs at `scale` into

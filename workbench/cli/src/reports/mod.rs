@@ -6,24 +6,34 @@
 //! REPORT` with its table and figure functions) and list it in [`REPORTS`].
 //!
 //! # Layout
-//! - [`Report`], [`REPORTS`]: the registry; the codec and transport
-//!   experiments' tables and figures still live in [`crate::tables`] and
-//!   [`crate::figures`], registered here.
-//! - [`build_stages`], [`connection_scaling`], [`datastore_queries`],
-//!   [`pipeline_depth`], [`server_heap_growth`], [`throughput`]: the
-//!   datastore's experiments, one file each.
+//! - [`Report`], [`REPORTS`]: the registry.
+//! - The codecs' and transports' reports: [`alloc_profile`], [`codec_speed`],
+//!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
+//!   [`roundtrip_latency`] (two: idle, awake), [`transport_alloc`].
+//! - The datastore's: [`build_stages`], [`connection_scaling`],
+//!   [`datastore_queries`], [`pipeline_depth`], [`server_heap_growth`],
+//!   [`throughput`] (two: the run, and ours beside ClickHouse).
+//! - Shared query helpers here ([`values`], [`distinct_u64`], [`median`]) and
+//!   in [`crate::tables`] (selection, summaries, cells, rendering);
+//!   drawing in [`crate::figures`].
 
 use crate::dataset::Run;
 use crate::tables::{self, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
+pub mod alloc_profile;
 pub mod build_stages;
+pub mod codec_speed;
 pub mod connection_scaling;
 pub mod datastore_queries;
+pub mod heap_growth;
+pub mod instrumentation_cost;
 pub mod pipeline_depth;
+pub mod roundtrip_latency;
 pub mod server_heap_growth;
 pub mod throughput;
+pub mod transport_alloc;
 
 /// Draws an experiment's figure(s) from a run into a directory; the files written.
 pub type FigureFn = fn(&Path, &Run) -> Result<Vec<PathBuf>>;
@@ -40,39 +50,14 @@ pub struct Report {
 
 /// Every report, in the order tables are listed.
 pub const REPORTS: &[Report] = &[
-    Report { name: "alloc-profile", dataset: "alloc-profile", table: tables::alloc_profile, figure: None },
-    Report {
-        name: "heap-growth",
-        dataset: "heap-growth",
-        table: |r| tables::heap_growth(r, "heap-growth"),
-        figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "heap-growth")),
-    },
-    Report { name: "codec-speed", dataset: "codec-speed", table: tables::codec_speed, figure: None },
-    Report { name: "transport-alloc", dataset: "transport-alloc", table: tables::transport_alloc, figure: None },
-    Report {
-        name: "transport-heap-growth",
-        dataset: "transport-heap-growth",
-        table: |r| tables::heap_growth(r, "transport-heap-growth"),
-        figure: Some(|d, r| crate::figures::heap_growth_figure(d, r, "transport-heap-growth")),
-    },
-    Report {
-        name: "roundtrip-latency",
-        dataset: "roundtrip-latency",
-        table: |r| tables::roundtrip_latency(r, "roundtrip-latency"),
-        figure: Some(crate::figures::latency_figure),
-    },
-    Report {
-        name: "roundtrip-latency-awake",
-        dataset: "roundtrip-latency-awake",
-        table: |r| tables::roundtrip_latency(r, "roundtrip-latency-awake"),
-        figure: None,
-    },
-    Report {
-        name: "instrumentation-cost",
-        dataset: "instrumentation-cost",
-        table: tables::instrumentation_cost,
-        figure: None,
-    },
+    alloc_profile::REPORT,
+    heap_growth::REPORT,
+    codec_speed::REPORT,
+    transport_alloc::REPORT,
+    heap_growth::TRANSPORTS,
+    roundtrip_latency::REPORT,
+    roundtrip_latency::AWAKE,
+    instrumentation_cost::REPORT,
     datastore_queries::REPORT,
     build_stages::REPORT,
     connection_scaling::REPORT,

@@ -1,0 +1,80 @@
+//! codec-speed: encode and decode time per message of each codec, beside
+//! memcpy (the floor) and ZAP measured against itself (the noise).
+
+use super::Report;
+use crate::dataset::Run;
+use crate::fmt;
+use crate::tables::{
+    dash, display_name, floats, median, median_ratio, opt_count, ratio, select, source_of, stats, Table,
+};
+use anyhow::{Context, Result};
+use polars::prelude::DataFrame;
+
+pub const REPORT: Report = Report { name: "codec-speed", dataset: "codec-speed", table: codec_speed, figure: None };
+
+/// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
+pub fn codec_speed(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    let mut rounds = 0;
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let pick = |implementation: &str, op: &str| {
+                select(
+                    df,
+                    &[("codec", codec), ("implementation", implementation), ("op", op)],
+                    &[("payload", payload as u64)],
+                )
+            };
+            let (enc, dec) = (pick("codec", "encode")?, pick("codec", "decode")?);
+            let (zenc, zdec, copy) = (pick("zap", "encode")?, pick("zap", "decode")?, pick("memcpy", "copy")?);
+            rounds = rounds.max(enc.height());
+            let ns = |d: &DataFrame| -> Result<Vec<f64>> { floats(d, "ns_per_op") };
+            let (e, d, ze, zd, m) = (ns(&enc)?, ns(&dec)?, ns(&zenc)?, ns(&zdec)?, ns(&copy)?);
+            let ns_dist = |s: Option<(f64, f64, f64)>| match s {
+                Some((med, min, max)) => format!("{} [{}, {}]", fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
+                None => dash(),
+            };
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                opt_count(median(&enc, "wire_bytes")?),
+                ns_dist(stats(&enc, "ns_per_op")?),
+                ns_dist(stats(&dec, "ns_per_op")?),
+                ratio(median_ratio(&e, &ze)?),
+                ratio(median_ratio(&d, &zd)?),
+                ratio(median_ratio(&e, &m)?),
+                ratio(median_ratio(&d, &m)?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "codec-speed",
+        caption: format!(
+            "Encode and decode time per message, ns/op: median [min, max] over {rounds} timed rounds of {} operations \
+             each ({} repetition(s)). In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
+             to back in one process, in an order that alternates round by round (codec, ZAP, memcpy; memcpy, ZAP, \
+             codec); ratios are medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
+             itself (an A/A test): they are the noise floor of every ratio in the table. System allocator, {} \
+             profile; a shared 2-core machine, so read spreads before differences.",
+            fmt::thousands(s.messages),
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Protocol",
+            "Payload",
+            "Wire bytes",
+            "Encode ns/op",
+            "Decode ns/op",
+            "Enc vs ZAP",
+            "Dec vs ZAP",
+            "Enc vs memcpy",
+            "Dec vs memcpy",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}

@@ -1,0 +1,176 @@
+//! heap-growth and transport-heap-growth: a codec's (or a transport
+//! stack's) heap over many messages. Table: total and steady allocation,
+//! peak and live heap per stack. Figure: two panels from the same run,
+//! allocation volume (log–log) and the live heap.
+
+use super::Report;
+use crate::dataset::Run;
+use crate::figures::{write_pair, Chart, Line, FLOOR};
+use crate::fmt;
+use crate::tables::{display_name, median, opt_bytes, opt_count, select, source_of, steady_rate, Table};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub const REPORT: Report = Report {
+    name: "heap-growth",
+    dataset: "heap-growth",
+    table: |r| heap_growth(r, "heap-growth"),
+    figure: Some(|d, r| heap_growth_figure(d, r, "heap-growth")),
+};
+
+pub const TRANSPORTS: Report = Report {
+    name: "transport-heap-growth",
+    dataset: "transport-heap-growth",
+    table: |r| heap_growth(r, "transport-heap-growth"),
+    figure: Some(|d, r| heap_growth_figure(d, r, "transport-heap-growth")),
+};
+
+/// The paper's second table: cumulative heap after N round trips
+/// (`name` is `heap-growth`, codecs in process, or `transport-heap-growth`).
+pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let d = select(
+                df,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "summary")],
+                &[("payload", payload as u64)],
+            )?;
+            let j = select(
+                df,
+                &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")],
+                &[("payload", payload as u64)],
+            )?;
+            let n = median(&d, "messages")?.or(median(&j, "messages")?);
+            let samples = select(
+                df,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
+                &[("payload", payload as u64), ("rep", 0)],
+            )?;
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                opt_count(n),
+                opt_bytes(median(&d, "cum_bytes")?),
+                opt_bytes(steady_rate(&samples, "cum_bytes")?),
+                opt_bytes(median(&d, "peak_live_bytes")?),
+                opt_count(median(&d, "cum_allocs")?),
+                opt_count(steady_rate(&samples, "cum_allocs")?),
+                opt_bytes(median(&j, "peak_rss_bytes")?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let what = if name == "heap-growth" {
+        "encode+decode round trips in one process, from a cold start"
+    } else {
+        "round trips over loopback per transport stack (client and server, connection already open)"
+    };
+    Ok(Table {
+        name,
+        caption: format!(
+            "Cumulative heap after {} {what} ({} repetition(s), median). \
+             Total allocated, peak heap (live bytes, whole process) and allocator calls from the dhat build; peak \
+             RSS from the jemalloc build. Steady-state rates per million messages are the slope between the first \
+             sample and the last, so one-time warm-up growth is excluded. The papers' GC column has no counterpart \
+             here: Rust has no collector, and jemalloc's purge count, the nearest event, runs on a 10 s decay \
+             timer (jemalloc's default), so runs shorter than that show 0 by construction and it told no stack \
+             from another; it is dropped rather than shown as a column of zeros. {} profile.",
+            fmt::thousands(s.messages),
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Stack",
+            "Payload",
+            "Messages",
+            "Total allocated",
+            "Steady alloc/M msgs",
+            "Peak heap",
+            "Allocator calls",
+            "Steady calls/M msgs",
+            "Peak RSS",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
+
+/// Cumulative bytes allocated against messages, one line per codec (and payload),
+/// from the dhat build's samples of repetition 0.
+/// One line per codec: `col` of the dhat build's samples against messages.
+pub fn heap_growth_lines(run: &Run, col: &str) -> Result<Vec<Line>> {
+    let spec = &run.manifest.spec;
+    let mut lines = Vec::new();
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let df = select(
+                &run.records,
+                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
+                &[("payload", payload as u64), ("rep", 0)],
+            )?;
+            if df.height() == 0 {
+                continue;
+            }
+            let x = df.column("messages")?.cast(&polars::prelude::DataType::Float64)?;
+            let y = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
+            let points: Vec<(f64, f64)> =
+                x.f64()?.iter().zip(y.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).collect();
+            let mut label = display_name(codec);
+            if spec.payloads.len() > 1 {
+                label += &format!(" ({})", crate::fmt::bytes(payload as f64));
+            }
+            lines.push(Line { label, points });
+        }
+    }
+    Ok(lines)
+}
+
+/// Heap growth as two panels from the same run: the volume allocated
+/// (log–log, so a constant cost per message is a straight line of slope 1,
+/// not a saturating curve) and the live heap (what a leak would grow).
+pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
+    let floor_label = |mut lines: Vec<Line>| {
+        for l in &mut lines {
+            l.points.retain(|p| p.0 > 0.0);
+            if l.points.iter().all(|p| p.1 <= 0.0) {
+                l.label += ": 0 B (drawn on the axis floor)";
+            }
+        }
+        lines
+    };
+    let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
+    let live = floor_label(heap_growth_lines(run, "live_bytes")?);
+    let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
+    let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
+    let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
+    let ymax =
+        |lines: &[Line]| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(FLOOR * 10.0, f64::max) * 2.0;
+    let what = if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" };
+    let y_fmt = |v: &f64| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) };
+    let left = Chart {
+        title: format!("Allocated over {} round trips, {what}", crate::fmt::thousands(n)),
+        x_desc: "round trips (log)",
+        y_desc: "cumulative bytes allocated (log)",
+        x_log: true,
+        x_range: (xmin, xmax * 1.1),
+        y_log_floor: true,
+        y_range: (FLOOR, ymax(&volume)),
+        x_fmt: &|v| crate::fmt::count(v.round()),
+        y_fmt: &y_fmt,
+    };
+    let right = Chart {
+        title: format!("Live heap, same run (dhat build, {})", run.manifest.run_id),
+        x_desc: "round trips",
+        y_desc: "live heap bytes (log)",
+        x_log: false,
+        x_range: (0.0, xmax),
+        y_log_floor: true,
+        y_range: (FLOOR, ymax(&live)),
+        x_fmt: &|v| crate::fmt::count(v.round()),
+        y_fmt: &y_fmt,
+    };
+    write_pair(dir, name, (&volume, &left), (&live, &right))
+}

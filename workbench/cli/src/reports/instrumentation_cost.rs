@@ -1,0 +1,78 @@
+//! instrumentation-cost: how much slower each instrumented build runs the
+//! codec-speed cells than the system build, from one run.
+
+use super::Report;
+use crate::dataset::Run;
+use crate::fmt;
+use crate::tables::{dash, display_name, median, ratio, select, source_of, Table};
+use anyhow::{Context, Result};
+
+pub const REPORT: Report =
+    Report { name: "instrumentation-cost", dataset: "instrumentation-cost", table: instrumentation_cost, figure: None };
+
+/// What each instrumented build costs in time: the codec-speed cells run in
+/// every build from one run (`experiments/instrumentation-cost.toml`).
+pub fn instrumentation_cost(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    // Encode + decode medians of one implementation in one build.
+    let per_msg = |codec: &str, payload: usize, variant: &str, implementation: &str| -> Result<Option<f64>> {
+        let pick = |op: &str| {
+            select(
+                df,
+                &[("codec", codec), ("implementation", implementation), ("op", op), ("variant", variant)],
+                &[("payload", payload as u64)],
+            )
+        };
+        let (e, d) = (median(&pick("encode")?, "ns_per_op")?, median(&pick("decode")?, "ns_per_op")?);
+        Ok(e.zip(d).map(|(e, d)| e + d))
+    };
+    let r = |a: Option<f64>, b: Option<f64>| ratio(a.zip(b).map(|(a, b)| a / b));
+    for codec in &spec.codecs {
+        for &payload in &spec.payloads {
+            let t = |v: &str| per_msg(codec, payload, v, "codec");
+            let (sys, plain, stats, dhat) = (t("system")?, t("jemalloc-plain")?, t("jemalloc")?, t("dhat")?);
+            // ZAP allocates nothing, so its ratio across builds is the noise of the comparison.
+            let z = |v: &str| per_msg(codec, payload, v, "zap");
+            rows.push(vec![
+                display_name(codec),
+                fmt::bytes(payload as f64),
+                sys.map_or_else(dash, fmt::sig3),
+                r(plain, sys),
+                r(stats, plain),
+                r(stats, sys),
+                r(dhat, sys),
+                r(z("jemalloc")?, z("system")?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "instrumentation-cost",
+        caption: format!(
+            "What each build costs in time: encode + decode ns per message (medians over rounds of {} operations, \
+             {} repetition(s)) of the codec-speed cells run in every build in one run, cells interleaved, as \
+             ratios. jemalloc ÷ system is the allocator change alone (jemalloc with its statistics compiled \
+             out); stats ÷ no stats is the price of jemalloc's statistics (the probe's jemalloc build); dhat ÷ \
+             system is the counting build, never used for timings. The last column times ZAP, which allocates \
+             nothing, in the jemalloc-stats build against the system build of the same cells: the noise of \
+             these ratios. {} profile.",
+            fmt::thousands(s.messages),
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Protocol",
+            "Payload",
+            "System ns/msg",
+            "jemalloc ÷ system",
+            "stats ÷ no stats",
+            "jemalloc-stats ÷ system",
+            "dhat ÷ system",
+            "ZAP: stats ÷ system",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}

@@ -1,0 +1,65 @@
+//! transport-alloc: allocations per round trip of each transport stack,
+//! split into client, server and other threads (dhat build).
+
+use super::Report;
+use crate::dataset::Run;
+use crate::fmt;
+use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
+use anyhow::{Context, Result};
+
+pub const REPORT: Report =
+    Report { name: "transport-alloc", dataset: "transport-alloc", table: transport_alloc, figure: None };
+
+/// Allocations per round trip over each transport stack.
+pub fn transport_alloc(run: &Run) -> Result<Table> {
+    let df = &run.records;
+    let spec = &run.manifest.spec;
+    let mut rows = Vec::new();
+    for t in &spec.codecs {
+        for &payload in &spec.payloads {
+            let d = select(df, &[("codec", t), ("variant", "dhat")], &[("payload", payload as u64)])?;
+            let j = select(df, &[("codec", t), ("variant", "jemalloc")], &[("payload", payload as u64)])?;
+            rows.push(vec![
+                display_name(t),
+                fmt::bytes(payload as f64),
+                dist(mean_stats(&d, "allocs")?),
+                opt_bytes(mean(&d, "bytes")?),
+                dist(mean_stats(&d, "client_allocs")?),
+                opt_bytes(mean(&d, "client_bytes")?),
+                dist(mean_stats(&d, "server_allocs")?),
+                opt_bytes(mean(&d, "server_bytes")?),
+                dist(mean_stats(&d, "other_allocs")?),
+                opt_bytes(mean(&j, "bytes")?),
+            ]);
+        }
+    }
+    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    Ok(Table {
+        name: "transport-alloc",
+        caption: format!(
+            "Heap allocations per round trip over loopback TCP, client and server together: mean [min, max] over \
+             {} contiguous round trips (the mean, so periodic allocations count) after {} warm-up, {} repetition(s), dhat build. Client and server split the total by \
+             the thread that allocated (harness thread, server thread); Other counts threads a library started on \
+             its own. The jemalloc column counts the client thread only (per-thread counters, usable size). {} \
+             profile.",
+            fmt::thousands(s.messages),
+            s.warmup,
+            s.repetitions,
+            run.manifest.profile
+        ),
+        header: vec![
+            "Stack",
+            "Payload",
+            "Allocs/RT",
+            "B/RT",
+            "Client allocs",
+            "Client B",
+            "Server allocs",
+            "Server B",
+            "Other allocs",
+            "B/RT client (jemalloc)",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}
