@@ -18,7 +18,9 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("datastore-oracle-{}", std::process::id()));
+        // NOTE: a fixed directory under cargo's per-target scratch space: a
+        // static fixture has no teardown, so each run replaces the last one's.
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("datastore-oracle");
         let _ = std::fs::remove_dir_all(&dir);
         let db = Db::open(&dir).unwrap();
         db.execute(gen::CREATE).unwrap();

@@ -4,7 +4,9 @@
 use datastore::{gen, Db, Error};
 
 fn db(tag: &str) -> Db {
-    let dir = std::env::temp_dir().join(format!("datastore-sql-{tag}-{}", std::process::id()));
+    // NOTE: fixed directories under cargo's per-target scratch space, each
+    // replaced by the next run (the tests return Db handles, not paths to clean).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datastore-sql-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
     db.execute(gen::CREATE).unwrap();
