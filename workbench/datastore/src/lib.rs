@@ -7,18 +7,23 @@
 //! [`part::GRANULE`] rows, found through mark files and a sparse primary
 //! index of each granule's first key, held in memory. Queries read only the
 //! granules the index cannot rule out, a granule at a time, so memory is
-//! bounded by the columns read, the number of groups and the LIMIT.
+//! bounded by the columns read, the number of groups (an exact quantile:
+//! at most 256 KiB a group) and the LIMIT. Aggregations run column at a time
+//! over each granule's rows and in parallel over partitions of the scan, on
+//! the cores the process's CPU budget ([`exec::cpu`]) leaves idle, with the
+//! same answer whatever the threads granted.
 //!
 //! # Layout
 //! - [`types`]: column types, values, in-memory column data.
-//! - [`codec`]: compressed blocks (LZ4; Delta + LZ4; LowCardinality keys).
+//! - [`codec`]: compressed blocks (LZ4; Delta + LZ4; LowCardinality keys;
+//!   stored raw when LZ4 saves under 3 %).
 //! - [`part`]: the part format, its streaming writer and its reader.
 //! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
 //!   background merger.
 //! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name` parameters.
 //! - [`exec`]: a [`exec::Plan`] and its operators (scan with granule pruning,
-//!   aggregation, top-k) under per-query [`Limits`]; [`Db::select`] is the
-//!   engine API a server calls.
+//!   columnar aggregation, radix quantile, top-k) under per-query [`Limits`]
+//!   (deadline, rows, threads); [`Db::select`] is the engine API a server calls.
 //! - [`gen`]: the paper's deterministic workload generator and Parquet export.
 //! - [`Db`]: a data directory of tables, the entry point for SQL.
 
