@@ -15,9 +15,8 @@
 
 use crate::codec::{self, Codec};
 use crate::error::{corrupt, IoPath, Result};
-use crate::types::{ColumnData, ColumnType, Value};
+use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -81,24 +80,6 @@ enum Buf {
     Keys(Vec<u32>),
 }
 
-#[derive(Default)]
-struct Dict {
-    map: HashMap<String, u32>,
-    list: Vec<String>,
-}
-
-impl Dict {
-    fn key(&mut self, s: &str) -> u32 {
-        if let Some(&k) = self.map.get(s) {
-            return k;
-        }
-        let k = self.list.len() as u32;
-        self.map.insert(s.to_string(), k);
-        self.list.push(s.to_string());
-        k
-    }
-}
-
 /// Streams sorted rows into a new part. Memory: one granule of rows, plus
 /// the LowCardinality dictionaries and the sparse index.
 pub struct PartWriter {
@@ -107,7 +88,7 @@ pub struct PartWriter {
     tmp: PathBuf,
     meta: PartMeta,
     bufs: Vec<Buf>,
-    dicts: Vec<Option<Dict>>,
+    dicts: Vec<Option<StringIds>>,
     bins: Vec<BufWriter<File>>,
     offsets: Vec<u64>,
     marks: Vec<Vec<u8>>,
@@ -145,7 +126,7 @@ impl PartWriter {
             dicts: schema
                 .columns
                 .iter()
-                .map(|c| (c.ty == ColumnType::LowCardinalityString).then(Dict::default))
+                .map(|c| (c.ty == ColumnType::LowCardinalityString).then(StringIds::default))
                 .collect(),
             meta: PartMeta {
                 name,
@@ -183,7 +164,7 @@ impl PartWriter {
             match (buf, &cols[c]) {
                 (Buf::Keys(keys), src) => {
                     let s = src.str_at(i).expect("LowCardinality source is a string column");
-                    keys.push(dict.as_mut().expect("dict").key(s));
+                    keys.push(dict.as_mut().expect("dict").id(s));
                 }
                 (Buf::Data(ColumnData::U64(v)), ColumnData::U64(s)) => v.push(s[i]),
                 (Buf::Data(ColumnData::I64(v)), ColumnData::I64(s)) => v.push(s[i]),
@@ -204,7 +185,7 @@ impl PartWriter {
             .iter()
             .map(|&c| match &self.bufs[c] {
                 Buf::Data(d) => d.value(row),
-                Buf::Keys(k) => Value::S(self.dicts[c].as_ref().expect("dict").list[k[row] as usize].clone()),
+                Buf::Keys(k) => Value::S(self.dicts[c].as_ref().expect("dict").strings[k[row] as usize].clone()),
             })
             .collect()
     }
@@ -265,7 +246,7 @@ impl PartWriter {
             self.bins[c].get_ref().sync_all().at(&p)?;
             write(format!("{}.mrk", col.name), &self.marks[c])?;
             if let Some(d) = &self.dicts[c] {
-                write(format!("{}.dict", col.name), &serde_json::to_vec(&d.list).expect("strings serialize"))?;
+                write(format!("{}.dict", col.name), &serde_json::to_vec(&d.strings).expect("strings serialize"))?;
             }
         }
         write("primary.idx".into(), &serde_json::to_vec(&index).expect("values serialize"))?;

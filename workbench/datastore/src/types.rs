@@ -266,6 +266,29 @@ pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
 }
 
+/// Strings numbered densely in first-seen order: a LowCardinality
+/// column's dictionary as a part is written, and string group keys as a
+/// query aggregates.
+#[derive(Debug, Clone, Default)]
+pub struct StringIds {
+    ids: std::collections::HashMap<String, u32, foldhash::fast::RandomState>,
+    /// The strings, by id.
+    pub strings: Vec<String>,
+}
+
+impl StringIds {
+    /// The id of `s`, numbering it if new.
+    pub fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.strings.push(s.to_string());
+        i
+    }
+}
+
 /// Rows to insert: one [`ColumnData`] per table column, in table order.
 #[derive(Debug, Clone)]
 pub struct Batch {

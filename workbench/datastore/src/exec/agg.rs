@@ -13,7 +13,7 @@
 use super::quantile::{Quant, Refine, Resolved};
 use crate::part::Schema;
 use crate::sql::{Agg, Item, Select};
-use crate::types::{ColumnData, ColumnType, Value};
+use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -141,21 +141,18 @@ fn gather<T: Copy>(v: &[T], rows: Rows, out: &mut Vec<u64>, f: impl Fn(T) -> u64
 /// partial has its own; merging reconciles them by string.
 #[derive(Default, Clone)]
 pub(super) struct Interner {
-    ids: FastMap<String, u32>,
-    strings: Vec<String>,
+    strings: StringIds,
     /// Per part dictionary (by address; the Arc keeps it alive): its ids.
     dicts: Vec<(Arc<Vec<String>>, Vec<u32>)>,
 }
 
 impl Interner {
     fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.ids.insert(s.to_string(), i);
-        self.strings.push(s.to_string());
-        i
+        self.strings.id(s)
+    }
+
+    fn string(&self, id: u64) -> &str {
+        &self.strings.strings[id as usize]
     }
 
     fn dict_slot(&mut self, dict: &Arc<Vec<String>>) -> usize {
@@ -194,7 +191,7 @@ fn is_string(t: ColumnType) -> bool {
 fn key_value(ty: ColumnType, k: u64, interner: &Interner) -> Value {
     match ty {
         ColumnType::Float64 => Value::F(f64::from_bits(k)),
-        t if is_string(t) => Value::S(interner.strings[k as usize].clone()),
+        t if is_string(t) => Value::S(interner.string(k).to_string()),
         t if t.is_signed() => Value::I(k as i64),
         _ => Value::U(k),
     }
@@ -599,13 +596,13 @@ impl Partial {
         for g in 0..other.groups.len() {
             key.clear();
             for (&k, &s) in other.groups.key(g).iter().zip(&strings) {
-                key.push(if s { mine.id(&theirs.strings[k as usize]) as u64 } else { k });
+                key.push(if s { mine.id(theirs.string(k)) as u64 } else { k });
             }
             let to = if q.group_by.is_empty() { 0 } else { self.groups.intern(&key).0 as usize };
             let n = self.groups.len();
             for (i, (a, b)) in self.accs.iter_mut().zip(&mut other.accs).enumerate() {
                 a.grow(n);
-                let mut remap = |k: u64| if uniq_strings[i] { mine.id(&theirs.strings[k as usize]) as u64 } else { k };
+                let mut remap = |k: u64| if uniq_strings[i] { mine.id(theirs.string(k)) as u64 } else { k };
                 a.merge(to, b, g, &mut remap);
             }
         }

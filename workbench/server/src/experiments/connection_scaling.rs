@@ -10,7 +10,7 @@
 //! each sample, so the last replies and frees have happened), `clickhouse`
 //! (path of `clickhouse-server`).
 
-use super::{ping_once, progress, Cell, Experiment, Records, ServerChild};
+use super::{open_files_limit, ping_once, progress, Cell, Experiment, Records, ServerChild};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::io::{Read, Write};
@@ -239,10 +239,4 @@ fn proc_status_field(pid: u32, field: &str) -> Option<u64> {
 
 fn threads(pid: u32) -> Option<u64> {
     proc_status_field(pid, "Threads:")
-}
-
-fn open_files_limit(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
-    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
 }

@@ -119,6 +119,14 @@ pub fn progress(done: usize, total: usize) {
     eprintln!("progress {done} {total}");
 }
 
+/// The soft open-files limit of process `pid` (any measured server: ours
+/// or a peer), from `/proc/<pid>/limits`.
+pub fn open_files_limit(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
 /// The measured server: this binary's `serve`, in a child process.
 pub struct ServerChild {
     child: Option<Child>,
@@ -163,9 +171,7 @@ impl ServerChild {
 
     /// The server's soft open-files limit (it raises its own to the hard limit).
     pub fn open_files_limit(&self) -> Option<u64> {
-        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.pid())).ok()?;
-        let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-        line.split_whitespace().nth(3)?.parse().ok()
+        open_files_limit(self.pid())
     }
 
     /// The server's own view of its memory (`stats`), as JSON.
