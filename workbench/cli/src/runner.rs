@@ -96,6 +96,7 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
                         sample_every: s.sample_every.unwrap_or((s.messages / 100).max(1)),
                         seed: spec.seed,
                         trace: None,
+                        params: s.params.clone(),
                     };
                     let mut fields = Record::new();
                     fields.insert("codec".into(), Value::from(codec.clone()));

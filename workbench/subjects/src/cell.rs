@@ -22,4 +22,8 @@ pub struct Cell {
     pub seed: u64,
     /// Where the dhat build writes its trace (ignored by other builds).
     pub trace: Option<PathBuf>,
+    /// The experiment's own settings from the spec's `params` (e.g. the
+    /// open-loop request rate), passed as is.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, serde_json::Value>,
 }

@@ -89,7 +89,8 @@
 //! - [`builder`]: [`Builder`] over a growable `Vec` or a caller's slice, [`StructBuilder`].
 //! - [`schema`]: field types ([`Text`], [`Bytes`], [`List`], [`Ptr`], scalars, arrays) and [`zap_struct!`].
 //! - [`messages`]: [`Vote`] and the RPC [`Request`]/[`Response`] envelopes.
-//! - [`frame`]: `[u32 len][message]` framing with a size limit, and [`frame::BufPool`].
+//! - [`frame`]: `[u32 len][message]` framing with a size limit (a buffered,
+//!   read-ahead reader: one system call per batch of frames), and [`frame::BufPool`].
 //! - [`rpc`]: the dispatcher, per-connection server state, and the pipelining client.
 //! - [`duplex`]: an in-memory pipe for tests and in-process measurement.
 //! - [`fuzzing`]: the fuzz target's body, shared with the corpus test.

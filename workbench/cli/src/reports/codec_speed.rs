@@ -56,11 +56,15 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
             "Encode and decode time per message, ns/op: median [min, max] over {rounds} timed rounds of {} operations \
              each ({} repetition(s)). In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
              to back in one process, in an order that alternates round by round (codec, ZAP, memcpy; memcpy, ZAP, \
-             codec); ratios are medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
+             codec), after an untimed lead-in; every round builds all instances afresh at a new placement (the source \
+             votes slide through memory and the instances sit behind a padding that grows {} B a round), because a \
+             copy's speed depends on where its buffers land relative to each other (4 KiB aliasing). Ratios are \
+             medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
              itself (an A/A test): they are the noise floor of every ratio in the table. System allocator, {} \
              profile; a shared 2-core machine, so read spreads before differences.",
             fmt::thousands(s.messages),
             s.repetitions,
+            subjects::experiments::codec_speed::PAD_STEP,
             run.manifest.profile
         ),
         header: vec![

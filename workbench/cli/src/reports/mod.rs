@@ -9,7 +9,7 @@
 //! - [`Report`], [`REPORTS`]: the registry.
 //! - The codecs' and transports' reports: [`alloc_profile`], [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
-//!   [`roundtrip_latency`] (two: idle, awake), [`transport_alloc`].
+//!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
 //!   [`datastore_queries`], [`pipeline_depth`], [`server_heap_growth`],
 //!   [`throughput`] (two: the run, and ours beside ClickHouse).
@@ -57,6 +57,7 @@ pub const REPORTS: &[Report] = &[
     heap_growth::TRANSPORTS,
     roundtrip_latency::REPORT,
     roundtrip_latency::AWAKE,
+    roundtrip_latency::OPEN,
     instrumentation_cost::REPORT,
     datastore_queries::REPORT,
     build_stages::REPORT,

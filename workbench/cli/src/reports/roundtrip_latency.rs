@@ -1,7 +1,10 @@
-//! roundtrip-latency and roundtrip-latency-awake: loopback round trips of
-//! each transport stack beside the raw-TCP floor measured in the same run.
-//! Table: percentiles, × floor and µs above it. Figure: the percentile
-//! plot (log tail axis), one line per stack.
+//! roundtrip-latency, roundtrip-latency-awake and roundtrip-latency-open:
+//! loopback round trips of each transport stack beside the raw-TCP floor
+//! measured in the same run (closed loop with idle cores, closed loop with
+//! cores kept awake, open loop at a fixed rate). Table: exact percentiles of
+//! every round trip, × floor and µs above it. Figure: the percentile plot as
+//! HdrHistogram draws it (latency against percentile on a log tail axis,
+//! p50 … p99.99), one line per stack.
 
 use super::Report;
 use crate::dataset::Run;
@@ -15,15 +18,51 @@ pub const REPORT: Report = Report {
     name: "roundtrip-latency",
     dataset: "roundtrip-latency",
     table: |r| roundtrip_latency(r, "roundtrip-latency"),
-    figure: Some(latency_figure),
+    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency")),
 };
 
 pub const AWAKE: Report = Report {
     name: "roundtrip-latency-awake",
     dataset: "roundtrip-latency-awake",
     table: |r| roundtrip_latency(r, "roundtrip-latency-awake"),
-    figure: None,
+    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency-awake")),
 };
+
+pub const OPEN: Report = Report {
+    name: "roundtrip-latency-open",
+    dataset: "roundtrip-latency-open",
+    table: |r| roundtrip_latency(r, "roundtrip-latency-open"),
+    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency-open")),
+};
+
+/// The open loop's request rate (per second) from the run's spec.
+fn open_rate(run: &Run) -> Option<f64> {
+    let s = run.manifest.spec.scale(&run.manifest.scale)?;
+    s.params.get("rate").and_then(|v| v.as_f64())
+}
+
+/// How each mode ran, for captions and titles.
+fn mode_text(run: &Run, name: &str) -> String {
+    match name {
+        "roundtrip-latency-awake" => {
+            "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, \
+             so no core idles and wake-up latency leaves the picture; what remains is each stack's own cost. Closed \
+             loop (each request sent when the previous reply arrived). "
+                .into()
+        }
+        "roundtrip-latency-open" => format!(
+            "Open loop: a request is due every {} µs ({} requests/s) whether or not the previous reply has arrived, \
+             and its latency counts from when it was due, so a stall counts against every request scheduled behind \
+             it (no coordinated omission). The client sleeps, then spins the last 200 µs before each due time; the \
+             server's core may idle. ",
+            open_rate(run).map_or_else(dash, |r| fmt::sig3(1e6 / r)),
+            open_rate(run).map_or_else(dash, fmt::sig3)
+        ),
+        _ => "Cores may idle between round trips, as on an unloaded server (wake-ups included). Closed loop (each \
+              request sent when the previous reply arrived). "
+            .into(),
+    }
+}
 
 /// Nearest-rank percentile `p` (0..=100) of sorted values.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
@@ -75,18 +114,12 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
         }
     }
     let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
-    let mode = match name {
-        "roundtrip-latency-awake" => {
-            "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, so no core idles \
-             and wake-up latency leaves the picture; what remains is each stack's own cost. "
-        }
-        _ => "Cores may idle between round trips, as on an unloaded server (wake-ups included). ",
-    };
+    let mode = mode_text(run, name);
     Ok(Table {
         name,
         caption: format!(
-            "{mode}Round-trip latency over loopback, one connection, closed loop (each request sent when the previous \
-             reply arrived), in µs (nearest-rank percentiles of every round trip, {} warm-up round trips excluded, \
+            "{mode}Round-trip latency over loopback, one connection, in µs (nearest-rank percentiles of every round \
+             trip, {} warm-up round trips excluded, \
              {} repetition(s) pooled; n = round trips). The floor row echoes as many raw bytes as ZAP sends, over \
              blocking TCP with no codec, measured in the same run; \"× floor\" and \"above floor\" compare each \
              p50 with it. Variant: {}; {} profile; a shared 2-core machine.",
@@ -104,20 +137,45 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
 /// The transport that measures the physical floor of a loopback round trip.
 const FLOOR_STACK: &str = "raw-tcp";
 
-pub(crate) fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+/// HdrHistogram's percentile spectrum of one stack's latencies: (x, µs)
+/// points where x = 1 / (1 − quantile), the log tail axis on which p50, p90,
+/// p99, p99.9 and p99.99 are evenly spaced. The histogram keeps 3
+/// significant digits; the last point is the exact maximum at x = n.
+fn spectrum(us: &[f64]) -> Result<Vec<(f64, f64)>> {
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)?;
+    for &v in us {
+        // Nanoseconds, so sub-µs differences survive the 3 digits.
+        h.saturating_record((v * 1e3).round().max(1.0) as u64);
+    }
+    let n = h.len() as f64;
+    let max = us.iter().copied().fold(0.0, f64::max);
+    // A bucket's value is its upper edge: never draw one above the true maximum.
+    let mut points: Vec<(f64, f64)> = h
+        .iter_quantiles(5)
+        .map(|it| (it.quantile_iterated_to(), (it.value_iterated_to() as f64 / 1e3).min(max)))
+        .filter(|(q, _)| *q < 1.0)
+        .map(|(q, v)| (1.0 / (1.0 - q), v))
+        .filter(|(x, _)| *x <= n)
+        .collect();
+    if n > 0.0 {
+        points.push((n, max));
+    }
+    Ok(points)
+}
+
+/// A percentile on the log tail axis: x = 1 / (1 − q) as "99.9%".
+fn tail_label(x: f64) -> String {
+    let pct = 100.0 * (1.0 - 1.0 / x.max(1.0));
+    let digits = (x.log10().round() as usize).saturating_sub(2);
+    format!("{pct:.digits$}%")
+}
+
+pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
     let spec = &run.manifest.spec;
     let mut lines = Vec::new();
     for stack in &spec.codecs {
         for &payload in &spec.payloads {
-            let v = latencies_us(run, stack, payload as u64)?;
-            let n = v.len() as f64;
-            // One point per 0.1 % of the distribution keeps the files small and the curve exact enough.
-            let step = (v.len() / 1000).max(1);
-            let mut points: Vec<(f64, f64)> =
-                v.iter().enumerate().step_by(step).map(|(i, x)| (*x, (i + 1) as f64 / n * 100.0)).collect();
-            if let Some(last) = v.last() {
-                points.push((*last, 100.0));
-            }
+            let points = spectrum(&latencies_us(run, stack, payload as u64)?)?;
             let mut label = display_name(stack);
             if spec.payloads.len() > 1 {
                 label += &format!(" ({})", crate::fmt::bytes(payload as f64));
@@ -125,23 +183,54 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
             lines.push(Line { label, points });
         }
     }
-    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let xmin = xs.clone().fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
-    let xmax = xs.fold(1.0, f64::max) * 1.25;
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let ymin = ys.clone().fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
+    let ymax = ys.fold(1.0, f64::max) * 1.25;
+    let xmax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(10.0, f64::max);
+    let mode = match name {
+        "roundtrip-latency-awake" => "closed loop, cores awake",
+        "roundtrip-latency-open" => "open loop",
+        _ => "closed loop",
+    };
     let chart = Chart {
         title: format!(
-            "Round-trip latency over loopback ({}, {})",
+            "Round-trip latency over loopback, {mode} ({}, {})",
             spec.variants_at(&run.manifest.scale).join(", "),
             run.manifest.run_id
         ),
-        x_desc: "round-trip latency, µs (log)",
-        y_desc: "percentile of round trips",
+        x_desc: "percentile of round trips (log tail axis)",
+        y_desc: "round-trip latency, µs (log)",
         x_log: true,
-        x_range: (xmin, xmax),
-        y_log_floor: false,
-        y_range: (0.0, 100.0),
-        x_fmt: &|v| crate::fmt::sig3(*v),
-        y_fmt: &|v| format!("{v:.0}"),
+        x_range: (1.0, xmax * 1.1),
+        y_log_floor: true,
+        y_range: (ymin, ymax),
+        x_fmt: &|v| tail_label(*v),
+        y_fmt: &|v| crate::fmt::sig3(*v),
     };
-    write_both(dir, "roundtrip-latency", &lines, &chart)
+    write_both(dir, name, &lines, &chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_axis_labels_the_nines() {
+        assert_eq!(tail_label(2.0), "50%");
+        assert_eq!(tail_label(10.0), "90%");
+        assert_eq!(tail_label(100.0), "99%");
+        assert_eq!(tail_label(1000.0), "99.9%");
+        assert_eq!(tail_label(10000.0), "99.99%");
+    }
+
+    #[test]
+    fn spectrum_reaches_the_tail_and_the_maximum() {
+        // 1..=10,000 µs: the p99 point sits near 9,900 µs, the last is the maximum at x = n.
+        let us: Vec<f64> = (1..=10_000).map(f64::from).collect();
+        let pts = spectrum(&us).unwrap();
+        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1), "monotone");
+        let near = |x: f64| pts.iter().min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs())).unwrap().1;
+        assert!((near(100.0) - 9_900.0).abs() < 100.0, "p99 ≈ {}", near(100.0));
+        assert_eq!(*pts.last().unwrap(), (10_000.0, 10_000.0));
+    }
 }

@@ -9,6 +9,17 @@
 //! alike. `warmup` rounds come first and are dropped. The cell whose codec is
 //! ZAP measures ZAP against itself: its ratio is the harness's noise floor.
 //! A repetition of the cell is a separate process.
+//!
+//! Placement sweep: a copy's speed depends on where its source and
+//! destination sit relative to each other (4 KiB aliasing: ZAP's 1 KiB
+//! encode measured 27.5–68.5 ns in one binary, depending only on an
+//! allocation made before its buffers). A fixed placement per process made
+//! the A/A ratio whatever two placements gave. So every round places all
+//! implementations afresh: the votes are read from a window that slides by
+//! [`SLIDE`] votes a round, and every codec instance is built anew behind a
+//! padding allocation that grows by [`PAD_STEP`] bytes a round, in an order
+//! that alternates with the timing order. Each implementation's median is
+//! then over the same sweep of placements.
 
 use super::Ctx;
 use crate::codecs::zap::ZapCodec;
@@ -25,6 +36,11 @@ pub const NAME: &str = "codec-speed";
 const DISTINCT: usize = 64;
 /// Timed rounds per cell.
 const ROUNDS: u64 = 15;
+/// Votes the source window slides a round (a vote's size is not a multiple of
+/// 64, so the sweep visits many offsets modulo 4 KiB).
+pub const SLIDE: usize = 5;
+/// Bytes the padding before each round's codec instances grows a round (mod 4 KiB).
+pub const PAD_STEP: usize = 208;
 
 #[derive(Serialize)]
 struct Record {
@@ -35,6 +51,10 @@ struct Record {
     ns_per_op: f64,
     ops: u64,
     wire_bytes: u64,
+    /// The round's placement: the first vote of the source window and the
+    /// padding before the codec instances, in bytes.
+    window: u64,
+    pad: u64,
 }
 
 struct Timed {
@@ -81,33 +101,79 @@ fn encode_all<C: Codec>(c: &mut C, votes: &[VoteData]) -> Result<Vec<Vec<u8>>> {
     votes.iter().map(|v| Ok(c.encode(v, Side::Request)?.to_vec())).collect()
 }
 
+/// One round's instances, built behind `pad` bytes of padding that live as long as they do.
+struct Placed<C> {
+    c: C,
+    c_peer: C,
+    z: ZapCodec,
+    z_peer: ZapCodec,
+    _pad: Vec<u8>,
+}
+
+impl<C: Codec> Placed<C> {
+    fn new(pad: usize, zap_first: bool) -> Placed<C> {
+        let pad = black_box(vec![1u8; pad.max(1)]);
+        if zap_first {
+            let (z, z_peer) = (ZapCodec::new(), ZapCodec::new());
+            let (c, c_peer) = (C::new(), C::new());
+            Placed { c, c_peer, z, z_peer, _pad: pad }
+        } else {
+            let (c, c_peer) = (C::new(), C::new());
+            let (z, z_peer) = (ZapCodec::new(), ZapCodec::new());
+            Placed { c, c_peer, z, z_peer, _pad: pad }
+        }
+    }
+}
+
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     let cell = ctx.cell;
     let n = cell.messages.max(1);
-    let votes: Vec<VoteData> = (0..DISTINCT as u64)
+    let total = cell.warmup + ROUNDS;
+    let all = DISTINCT + SLIDE * total as usize;
+    let votes: Vec<VoteData> = (0..all as u64)
         .map(|i| {
             let mut v = VoteData::with_payload(cell.payload);
             v.set(cell.seed, i);
             v
         })
         .collect();
-    let (mut c, mut c_peer) = (C::new(), C::new());
-    let (mut z, mut z_peer) = (ZapCodec::new(), ZapCodec::new());
-    let c_bytes = encode_all(&mut c, &votes)?;
-    let z_bytes = encode_all(&mut z, &votes)?;
+    let c_bytes = encode_all(&mut C::new(), &votes)?;
+    let z_bytes = encode_all(&mut ZapCodec::new(), &votes)?;
     let mut dst = vec![0u8; c_bytes.iter().chain(&z_bytes).map(Vec::len).max().unwrap_or(0)];
-    let total = cell.warmup + ROUNDS;
     let mut out = Vec::new();
     for round in 0..total {
-        let (a, b, m) = if round % 2 == 0 {
-            let a = time_codec(&mut c, &mut c_peer, &votes, &c_bytes, n)?;
-            let b = time_codec(&mut z, &mut z_peer, &votes, &z_bytes, n)?;
-            (a, b, time_memcpy(&c_bytes, &mut dst, n))
+        let w = SLIDE * round as usize;
+        let pad = PAD_STEP * round as usize % 4096;
+        let (votes, c_bytes, z_bytes) = (&votes[w..w + DISTINCT], &c_bytes[w..w + DISTINCT], &z_bytes[w..w + DISTINCT]);
+        let mut p = Placed::<C>::new(pad, round % 4 < 2);
+        // Untimed: buffers reach their steady size before the clock starts.
+        encode_all(&mut p.c, votes)?;
+        encode_all(&mut p.z, votes)?;
+        for (i, v) in votes.iter().enumerate() {
+            p.c_peer.decode(&c_bytes[i], v, Side::Request)?;
+            p.z_peer.decode(&z_bytes[i], v, Side::Request)?;
+        }
+        // Untimed lead-in, in the round's order: the first timed batch after
+        // the instances are built ran ≈ 8 % slower than the same batch later
+        // in the round (ZAP against itself, 64 B), whichever came first.
+        let lead = (n / 4).max(1);
+        if round % 2 == 0 {
+            time_codec(&mut p.c, &mut p.c_peer, votes, c_bytes, lead)?;
+            time_codec(&mut p.z, &mut p.z_peer, votes, z_bytes, lead)?;
         } else {
-            let m = time_memcpy(&c_bytes, &mut dst, n);
-            let b = time_codec(&mut z, &mut z_peer, &votes, &z_bytes, n)?;
-            (time_codec(&mut c, &mut c_peer, &votes, &c_bytes, n)?, b, m)
+            time_memcpy(c_bytes, &mut dst, lead);
+            time_codec(&mut p.z, &mut p.z_peer, votes, z_bytes, lead)?;
+        }
+        let (a, b, m) = if round % 2 == 0 {
+            let a = time_codec(&mut p.c, &mut p.c_peer, votes, c_bytes, n)?;
+            let b = time_codec(&mut p.z, &mut p.z_peer, votes, z_bytes, n)?;
+            (a, b, time_memcpy(c_bytes, &mut dst, n))
+        } else {
+            let m = time_memcpy(c_bytes, &mut dst, n);
+            let b = time_codec(&mut p.z, &mut p.z_peer, votes, z_bytes, n)?;
+            (time_codec(&mut p.c, &mut p.c_peer, votes, c_bytes, n)?, b, m)
         };
+        drop(p);
         super::progress(round + 1, total);
         if round < cell.warmup {
             continue;
@@ -120,6 +186,8 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
             ns_per_op,
             ops: n,
             wire_bytes,
+            window: w as u64,
+            pad: pad as u64,
         };
         out.push(rec("codec", "encode", a.enc, a.wire));
         out.push(rec("codec", "decode", a.dec, a.wire));

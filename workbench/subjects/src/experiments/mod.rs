@@ -22,12 +22,13 @@ pub const NAMES: &[&str] = &[
     roundtrip::ALLOC,
     roundtrip::LATENCY,
     roundtrip::AWAKE,
+    roundtrip::OPEN,
     heap_growth::OVER_TRANSPORTS,
 ];
 
 /// Experiments whose cells name a transport rather than a codec.
 pub const OVER_TRANSPORTS: &[&str] =
-    &[roundtrip::ALLOC, roundtrip::LATENCY, roundtrip::AWAKE, heap_growth::OVER_TRANSPORTS];
+    &[roundtrip::ALLOC, roundtrip::LATENCY, roundtrip::AWAKE, roundtrip::OPEN, heap_growth::OVER_TRANSPORTS];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {

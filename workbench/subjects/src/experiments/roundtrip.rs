@@ -1,11 +1,15 @@
 //! Round trips over a transport: per round trip, allocations and bytes
 //! (client and server together, and split by side, in the dhat build) and
 //! wall-clock latency.
-//! Registered three times: `transport-alloc` (dhat spec), `roundtrip-latency`
-//! (jemalloc spec), and `roundtrip-latency-awake`, the same with a spinning,
+//! Registered four times: `transport-alloc` (dhat spec), `roundtrip-latency`
+//! (jemalloc spec), `roundtrip-latency-awake`, the same with a spinning,
 //! lowest-priority thread per core for the whole cell, so that no core sits
-//! idle: an idle vCPU takes tens of µs to wake, which hides every stack's own
-//! cost in the plain mode. Each has its own dataset and table.
+//! idle (an idle vCPU takes tens of µs to wake, which hides every stack's own
+//! cost in the plain mode), and `roundtrip-latency-open`, the open loop: a
+//! request is due every 1/`params.rate` s whether or not the previous reply
+//! has arrived, and its latency counts from when it was due, so a stall
+//! counts against every request scheduled behind it (no coordinated
+//! omission). Each has its own dataset and table.
 
 use super::Ctx;
 use crate::transports::Transport;
@@ -18,6 +22,44 @@ use std::time::Instant;
 pub const ALLOC: &str = "transport-alloc";
 pub const LATENCY: &str = "roundtrip-latency";
 pub const AWAKE: &str = "roundtrip-latency-awake";
+pub const OPEN: &str = "roundtrip-latency-open";
+
+/// SPIN_NS = 200 µs: the open loop sleeps until this long before a request
+/// is due and spins the rest, so the client's own timer slack (≈ 60 µs per
+/// sleep here) is not counted as the stack's latency.
+const SPIN_NS: u64 = 200_000;
+
+/// The open loop's schedule: request i is due at `start + i / rate`.
+struct Schedule {
+    start: Instant,
+    interval_ns: f64,
+}
+
+impl Schedule {
+    fn from_params(cell: &crate::Cell) -> Result<Schedule> {
+        let rate = cell.params.get("rate").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        anyhow::ensure!(
+            rate.is_finite() && rate > 0.0,
+            "{}: params.rate (requests per second) must be a positive number, got {:?}",
+            cell.experiment,
+            cell.params.get("rate")
+        );
+        Ok(Schedule { start: Instant::now(), interval_ns: 1e9 / rate })
+    }
+
+    /// Waits until request `i` is due (at once if it is late); when it was due.
+    fn wait(&self, i: u64) -> Instant {
+        let due = self.start + std::time::Duration::from_nanos((i as f64 * self.interval_ns) as u64);
+        let now = Instant::now();
+        if due > now + std::time::Duration::from_nanos(SPIN_NS) {
+            std::thread::sleep(due - now - std::time::Duration::from_nanos(SPIN_NS));
+        }
+        while Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        due
+    }
+}
 
 /// Spinners that keep every core out of its idle state while they live.
 /// NOTE: each runs at nice 19, so a woken client or server thread preempts it
@@ -66,7 +108,11 @@ struct Record {
     msg: u64,
     allocs: Option<u64>,
     bytes: Option<u64>,
+    /// Latency: from the send (closed loop) or from when it was due (open loop).
     ns: u64,
+    /// Open loop: from the actual send, the stack's service time alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_ns: Option<u64>,
     /// Per side (dhat build): the harness thread, the server thread, and
     /// threads a library started on its own.
     client_allocs: Option<u64>,
@@ -83,38 +129,46 @@ pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
     let _awake = (cell.experiment == AWAKE).then(Awake::start);
     let mut t = T::start(cell.seed, cell.payload)?;
     let mut v = VoteData::with_payload(cell.payload);
-    let mut rows: Vec<(u64, probe::Counters, Option<SideCounts>, u64)> = Vec::with_capacity(cell.messages as usize);
+    let mut rows: Vec<Record> = Vec::with_capacity(cell.messages as usize);
     let total = cell.warmup + cell.messages;
     let step = (total / 20).max(1);
+    let schedule = (cell.experiment == OPEN).then(|| Schedule::from_params(cell)).transpose()?;
     for i in 0..total {
         v.set(cell.seed, i);
+        let due = schedule.as_ref().map(|s| s.wait(i));
         let (c0, s0) = (probe.counters(), probe.sides());
         let t0 = Instant::now();
         t.round_trip(&v)?;
-        let ns = t0.elapsed().as_nanos() as u64;
+        let t1 = Instant::now();
         let (c1, s1) = (probe.counters(), probe.sides());
+        let service = (t1 - t0).as_nanos() as u64;
+        let (ns, service_ns) = match due {
+            Some(due) => ((t1 - due).as_nanos() as u64, Some(service)),
+            None => (service, None),
+        };
         if i >= cell.warmup {
-            let sides = s1.zip(s0).map(|(a, b)| a.since(&b));
-            rows.push((i - cell.warmup, c1.since(&c0), sides, ns));
+            // NOTE: plain data into reserved capacity: recording allocates nothing.
+            let (c, sides) = (c1.since(&c0), s1.zip(s0).map(|(a, b)| a.since(&b)));
+            let side = |f: fn(&SideCounts) -> u64| sides.as_ref().map(f);
+            rows.push(Record {
+                msg: i - cell.warmup,
+                allocs: c.allocs,
+                bytes: c.bytes_allocated,
+                ns,
+                service_ns,
+                client_allocs: side(|s| s.calls(Side::Client)),
+                client_bytes: side(|s| s.bytes(Side::Client)),
+                server_allocs: side(|s| s.calls(Side::Server)),
+                server_bytes: side(|s| s.bytes(Side::Server)),
+                other_allocs: side(|s| s.calls(Side::Other)),
+            });
         }
         if (i + 1) % step == 0 {
             super::progress(i + 1, total);
         }
     }
     drop(t);
-    for (msg, c, sides, ns) in rows {
-        let side = |f: fn(&SideCounts) -> u64| sides.as_ref().map(f);
-        let rec = Record {
-            msg,
-            allocs: c.allocs,
-            bytes: c.bytes_allocated,
-            ns,
-            client_allocs: side(|s| s.calls(Side::Client)),
-            client_bytes: side(|s| s.bytes(Side::Client)),
-            server_allocs: side(|s| s.calls(Side::Server)),
-            server_bytes: side(|s| s.bytes(Side::Server)),
-            other_allocs: side(|s| s.calls(Side::Other)),
-        };
+    for rec in rows {
         serde_json::to_writer(&mut *ctx.out, &rec)?;
         ctx.out.write_all(b"\n")?;
     }
