@@ -23,6 +23,13 @@ pub const RETAIN_CAP: usize = 256 << 10;
 /// small calls arrives in one `read`. It is also the least a reader keeps.
 pub const READ_AHEAD: usize = 4 << 10;
 
+/// ALIGN = 8: frame bodies are returned 8-byte aligned, as a fresh
+/// allocation would be, because zero-copy readers of word-based formats
+/// (Cap'n Proto's flat-slice reader) refuse unaligned input. The read-ahead
+/// buffer puts each frame's prefix 4 bytes before an aligned offset, and
+/// moves the rest of a batch by under 8 bytes when a frame ends unaligned.
+const ALIGN: usize = 8;
+
 /// READ_CHUNK = 64 KiB: the body buffer grows at most this far ahead of the
 /// bytes that have arrived, so a prefix announcing 16 MiB followed by a stall
 /// costs 64 KiB, not 16 MiB.
@@ -123,6 +130,32 @@ impl<R: Read> FrameReader<R> {
         self.end - self.start
     }
 
+    /// Where a frame must start for its body to be aligned.
+    fn head(&self) -> usize {
+        head_of(&self.buf)
+    }
+
+    /// Moves the unread bytes by under [`ALIGN`] so that the complete frame
+    /// at `start` has an aligned body. Frames after the first of a batch are
+    /// the only ones that can need it (the front is aligned already).
+    fn align_body(&mut self) {
+        let mis = (self.buf.as_ptr() as usize + self.start + PREFIX_LEN) % ALIGN;
+        if mis == 0 {
+            return;
+        }
+        let to = if self.start >= mis {
+            self.start - mis
+        } else {
+            let to = self.start + ALIGN - mis;
+            if to + (self.end - self.start) > self.buf.len() {
+                self.buf.resize(to + (self.end - self.start), 0);
+            }
+            to
+        };
+        self.buf.copy_within(self.start..self.end, to);
+        (self.start, self.end) = (to, to + self.end - self.start);
+    }
+
     /// Reads the next frame. `Ok(None)` at a clean end of stream (between frames).
     ///
     /// PERF: the buffer is reused across calls; after the largest frame (up to
@@ -134,12 +167,16 @@ impl<R: Read> FrameReader<R> {
     /// the next frame.
     pub fn read_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
         if self.start == self.end {
-            (self.start, self.end) = (0, 0);
+            // (An empty buffer has no address to align to yet.)
+            let h = if self.buf.is_empty() { 0 } else { self.head() };
+            (self.start, self.end) = (h, h);
         }
         if self.buf.capacity() > RETAIN_CAP && self.end - self.start <= READ_AHEAD {
-            let mut small = vec![0u8; READ_AHEAD];
-            small[..self.end - self.start].copy_from_slice(&self.buf[self.start..self.end]);
-            (self.buf, self.end, self.start) = (small, self.end - self.start, 0);
+            let have = self.end - self.start;
+            let mut small = vec![0u8; READ_AHEAD + ALIGN];
+            let h = head_of(&small);
+            small[h..h + have].copy_from_slice(&self.buf[self.start..self.end]);
+            (self.buf, self.start, self.end) = (small, h, h + have);
         }
         loop {
             let have = self.end - self.start;
@@ -151,6 +188,7 @@ impl<R: Read> FrameReader<R> {
                         return Err(FrameError::TooLarge { len, max: self.max });
                     }
                     if have >= PREFIX_LEN + len {
+                        self.align_body();
                         let body = self.start + PREFIX_LEN;
                         self.start = body + len;
                         return Ok(Some(&self.buf[body..body + len]));
@@ -159,19 +197,21 @@ impl<R: Read> FrameReader<R> {
                 }
             };
             if self.start + need > self.buf.len() {
-                // Move the partial frame to the front, then grow if it still
-                // does not fit.
-                self.buf.copy_within(self.start..self.end, 0);
-                (self.start, self.end) = (0, have);
-                if need > self.buf.len() {
+                // Grow if the frame cannot fit even at the front, then move
+                // the partial frame to the front (its body aligned).
+                let fits = ALIGN + need;
+                if fits > self.buf.len() {
                     let grown = if need <= READ_AHEAD {
-                        READ_AHEAD
+                        READ_AHEAD + ALIGN
                     } else {
-                        (have + READ_CHUNK).max(self.buf.len() * 2).min(need)
+                        (have + READ_CHUNK).max(self.buf.len() * 2).min(fits)
                     };
                     self.buf.reserve_exact(grown - self.buf.len());
                     self.buf.resize(grown, 0);
                 }
+                let h = self.head();
+                self.buf.copy_within(self.start..self.end, h);
+                (self.start, self.end) = (h, h + have);
             }
             // A large frame is read only to its end: the next frame's bytes
             // wait in the socket rather than pin a large buffer's tail.
@@ -198,6 +238,11 @@ pub fn grow_towards(buf: &mut Vec<u8>, want: usize, limit: usize) {
     }
     let target = want.max(buf.capacity().saturating_mul(2)).min(limit.max(want));
     buf.reserve_exact(target - buf.len());
+}
+
+/// The offset in `buf` at which a frame's body (after its prefix) is aligned.
+fn head_of(buf: &[u8]) -> usize {
+    (ALIGN - (buf.as_ptr() as usize + PREFIX_LEN) % ALIGN) % ALIGN
 }
 
 /// One `read`, retried on interruption; 0 only at the end of the stream.
@@ -326,7 +371,7 @@ mod tests {
             Err(FrameError::TooLarge { len, max }) => assert_eq!((len, max), (0x7fff_ffff, 1024)),
             other => panic!("expected TooLarge, got {other:?}"),
         }
-        assert!(r.buf.capacity() <= READ_AHEAD, "reserved {} bytes for a rejected length", r.buf.capacity());
+        assert!(r.buf.capacity() <= READ_AHEAD + ALIGN, "reserved {} bytes for a rejected length", r.buf.capacity());
     }
 
     #[test]
@@ -365,7 +410,7 @@ mod tests {
         let mut r = FrameReader::new(&bytes[..]);
         assert_eq!(r.read_frame().unwrap().map(<[u8]>::len), Some(big.len()));
         // The prefix shares the buffer with the body.
-        let frame = PREFIX_LEN + big.len();
+        let frame = ALIGN + PREFIX_LEN + big.len();
         assert!(r.buf.capacity() <= frame, "capacity {} > frame {frame}", r.buf.capacity());
         assert_eq!(r.read_frame().unwrap(), Some(&b"small"[..]));
         assert!(r.buf.capacity() <= RETAIN_CAP, "kept {} bytes after a large frame", r.buf.capacity());
@@ -406,6 +451,20 @@ mod tests {
         }
         assert_eq!(r.get_ref().reads, 1, "four frames, one read");
         assert!(r.read_frame().unwrap().is_none());
+    }
+
+    #[test]
+    fn bodies_are_aligned_whatever_the_sizes_before_them() {
+        let sizes = [3, 5, 0, 7, 1, 9, 70_000, 2];
+        let bytes = frames(&sizes);
+        for step in [1, 7, usize::MAX] {
+            let mut r = FrameReader::new(Trickle { bytes: &bytes, step, reads: 0 });
+            for (i, &n) in sizes.iter().enumerate() {
+                let f = r.read_frame().unwrap().unwrap();
+                assert_eq!(f, &vec![i as u8; n][..], "frame {i}, {step} bytes a read");
+                assert_eq!(f.as_ptr() as usize % ALIGN, 0, "frame {i} unaligned, {step} bytes a read");
+            }
+        }
     }
 
     #[test]
