@@ -120,7 +120,8 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
         caption: format!(
             "{mode}Round-trip latency over loopback, one connection, in µs (nearest-rank percentiles of every round \
              trip, {} warm-up round trips excluded, \
-             {} repetition(s) pooled; n = round trips). The floor row echoes as many raw bytes as ZAP sends, over \
+             {} repetition(s) pooled, each a separate process, stacks taking turns, so every stack samples the same \
+             stretch of the host's state; n = round trips). The floor row echoes as many raw bytes as ZAP sends, over \
              blocking TCP with no codec, measured in the same run; \"× floor\" and \"above floor\" compare each \
              p50 with it. Variant: {}; {} profile; a shared 2-core machine.",
             fmt::thousands(s.warmup),
