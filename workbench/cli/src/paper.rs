@@ -68,6 +68,8 @@ pub const MACROS: &[Macro] = &[
     m("zapAwake", "roundtrip-latency-awake", "zap-tcp", 0, "p50"),
     m("zapAwakeTimesFloor", "roundtrip-latency-awake", "zap-tcp", 0, "× floor"),
     m("zapAwakeAboveFloor", "roundtrip-latency-awake", "zap-tcp", 0, "above floor (µs)"),
+    m("floorOpen", "roundtrip-latency-open", "raw-tcp", 0, "p50"),
+    m("zapOpen", "roundtrip-latency-open", "zap-tcp", 0, "p50"),
     m("zapEncodeNs", "codec-speed", "zap", 64, "Encode ns/op"),
     m("zapDecodeNs", "codec-speed", "zap", 64, "Decode ns/op"),
     m("zapAAEnc", "codec-speed", "zap", 1024, "Enc vs ZAP"),
