@@ -147,9 +147,10 @@ pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
 #[derive(Default)]
 pub struct Binaries {
     built: BTreeMap<(Target, String), PathBuf>,
-    /// Where the variants are built; `target/variants` unless set. NOTE:
-    /// tests build into their own directory, so a test run can never swap a
-    /// binary under a running measurement.
+    /// Where the variants are built; `target/variants` unless set. NOTE: the
+    /// tests build here too (so the main job reuses their builds); a test
+    /// run cannot swap a binary under a running measurement because the run
+    /// executes its private copies.
     dir: Option<PathBuf>,
     /// This run's private copies of the built binaries, removed on drop.
     private: Option<PathBuf>,

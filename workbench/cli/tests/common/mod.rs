@@ -1,6 +1,9 @@
 //! What the runner tests share: options writing under a scratch directory,
-//! hidden progress bars, and target binaries built under
-//! `target/test-variants` (never under a running measurement's).
+//! hidden progress bars, and target binaries built where the runner builds
+//! them (`target/variants`), so the main job after the tests reuses the
+//! variants the tests compiled. A running measurement is safe from a test
+//! run's rebuild all the same: it runs private copies of its binaries
+//! (`Binaries::get`), never the files cargo replaces.
 
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::Path;
@@ -18,5 +21,5 @@ pub fn setup(out: &Path, label: &str) -> (Options, MultiProgress, Binaries) {
         command_line: vec![label.into()],
     };
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
-    (opts, multi, Binaries::in_dir(root.join("target/test-variants")))
+    (opts, multi, Binaries::default())
 }
