@@ -211,6 +211,13 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
     Ok(bolted)
 }
 
+/// Whether `key` is one of the variables cargo sets for the package it runs
+/// (binary, test or build script), as opposed to the user's settings.
+fn leaked_by_cargo(key: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"].iter().any(|p| key.starts_with(p))
+        || ["CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "OUT_DIR"].contains(&key)
+}
+
 fn cargo_build(
     root: &Path,
     target_dir: &Path,
@@ -226,6 +233,16 @@ fn cargo_build(
     cmd.current_dir(root)
         .args(["build", "--profile", PROFILE, "-p", package, "--bin", name, "--target-dir"])
         .arg(target_dir);
+    // The variables cargo sets for a running package (a test binary of this
+    // crate, say) would leak into the build: a build script that reruns when
+    // one of them changes (ring's watches CARGO_MANIFEST_DIR and
+    // CARGO_PKG_NAME) then rebuilt half the tree whenever the tests and the
+    // CLI took turns in one target directory.
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(leaked_by_cargo) {
+            cmd.env_remove(&key);
+        }
+    }
     cmd.envs(v.profile_env.iter().copied());
     if !rustflags.is_empty() {
         cmd.env("RUSTFLAGS", rustflags);
@@ -317,6 +334,16 @@ fn llvm_profdata() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_cargos_per_package_variables_are_dropped() {
+        for k in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_CRATE_NAME", "CARGO_TARGET_TMPDIR", "OUT_DIR"] {
+            assert!(leaked_by_cargo(k), "{k}");
+        }
+        for k in ["CARGO_HOME", "CARGO_TARGET_DIR", "CARGO_PROFILE_RELEASE_LTO", "RUSTFLAGS", "PATH"] {
+            assert!(!leaked_by_cargo(k), "{k}");
+        }
+    }
 
     #[test]
     fn identical_builds_share_a_directory() {
