@@ -147,21 +147,11 @@ pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
 #[derive(Default)]
 pub struct Binaries {
     built: BTreeMap<(Target, String), PathBuf>,
-    /// Where the variants are built; `target/variants` unless set. NOTE: the
-    /// tests build here too (so the main job reuses their builds); a test
-    /// run cannot swap a binary under a running measurement because the run
-    /// executes its private copies.
-    dir: Option<PathBuf>,
     /// This run's private copies of the built binaries, removed on drop.
     private: Option<PathBuf>,
 }
 
 impl Binaries {
-    /// Subjects built under `dir` instead of `target/variants`.
-    pub fn in_dir(dir: PathBuf) -> Binaries {
-        Binaries { built: BTreeMap::new(), dir: Some(dir), private: None }
-    }
-
     /// The `target` binary for `variant`: built once, then copied to a file
     /// only this run uses. NOTE: a dhat build resolves its stack frames when
     /// the process exits, by reading its own executable from disk; if a
@@ -177,7 +167,10 @@ impl Binaries {
         let sp = multi.add(ProgressBar::new_spinner());
         sp.set_message(format!("building {name} ({variant})"));
         sp.enable_steady_tick(std::time::Duration::from_millis(200));
-        let dir = self.dir.clone().unwrap_or_else(|| root.join("target/variants"));
+        // NOTE: the tests build here too, so the main job reuses their builds;
+        // a test run cannot swap a binary under a running measurement because
+        // the run executes its private copies (below).
+        let dir = root.join("target/variants");
         let log = dir.join(format!("{name}-{variant}.build.log"));
         let bin = variants::build(root, &dir, target, variant, &log);
         sp.finish_and_clear();

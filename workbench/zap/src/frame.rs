@@ -125,11 +125,6 @@ impl<R: Read> FrameReader<R> {
         &mut self.inner
     }
 
-    /// Bytes already read from the stream and not yet returned as frames.
-    pub fn buffered(&self) -> usize {
-        self.end - self.start
-    }
-
     /// Where a frame must start for its body to be aligned.
     fn head(&self) -> usize {
         head_of(&self.buf)

@@ -13,26 +13,28 @@ use crate::fmt;
 use crate::tables::{dash, display_name, floats, ratio, select, source_of, Table};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+// The experiments' names, defined once where the subject registers them.
+use subjects::experiments::roundtrip::{AWAKE as AWAKE_NAME, LATENCY as LATENCY_NAME, OPEN as OPEN_NAME};
 
 pub const REPORT: Report = Report {
-    name: "roundtrip-latency",
-    dataset: "roundtrip-latency",
-    table: |r| roundtrip_latency(r, "roundtrip-latency"),
-    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency")),
+    name: LATENCY_NAME,
+    dataset: LATENCY_NAME,
+    table: |r| roundtrip_latency(r, LATENCY_NAME),
+    figure: Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
 };
 
 pub const AWAKE: Report = Report {
-    name: "roundtrip-latency-awake",
-    dataset: "roundtrip-latency-awake",
-    table: |r| roundtrip_latency(r, "roundtrip-latency-awake"),
-    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency-awake")),
+    name: AWAKE_NAME,
+    dataset: AWAKE_NAME,
+    table: |r| roundtrip_latency(r, AWAKE_NAME),
+    figure: Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
 };
 
 pub const OPEN: Report = Report {
-    name: "roundtrip-latency-open",
-    dataset: "roundtrip-latency-open",
-    table: |r| roundtrip_latency(r, "roundtrip-latency-open"),
-    figure: Some(|d, r| latency_figure(d, r, "roundtrip-latency-open")),
+    name: OPEN_NAME,
+    dataset: OPEN_NAME,
+    table: |r| roundtrip_latency(r, OPEN_NAME),
+    figure: Some(|d, r| latency_figure(d, r, OPEN_NAME)),
 };
 
 /// The open loop's request rate (per second) from the run's spec.
@@ -44,13 +46,11 @@ fn open_rate(run: &Run) -> Option<f64> {
 /// How each mode ran, for captions and titles.
 fn mode_text(run: &Run, name: &str) -> String {
     match name {
-        "roundtrip-latency-awake" => {
-            "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, \
+        AWAKE_NAME => "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, \
              so no core idles and wake-up latency leaves the picture; what remains is each stack's own cost. Closed \
              loop (each request sent when the previous reply arrived). "
-                .into()
-        }
-        "roundtrip-latency-open" => format!(
+            .into(),
+        OPEN_NAME => format!(
             "Open loop: a request is due every {} µs ({} requests/s) whether or not the previous reply has arrived, \
              and its latency counts from when it was due, so a stall counts against every request scheduled behind \
              it (no coordinated omission). The client sleeps, then spins the last 200 µs before each due time; the \
@@ -189,8 +189,8 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<Pa
     let ymax = ys.fold(1.0, f64::max) * 1.25;
     let xmax = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(10.0, f64::max);
     let mode = match name {
-        "roundtrip-latency-awake" => "closed loop, cores awake",
-        "roundtrip-latency-open" => "open loop",
+        AWAKE_NAME => "closed loop, cores awake",
+        OPEN_NAME => "open loop",
         _ => "closed loop",
     };
     let chart = Chart {
