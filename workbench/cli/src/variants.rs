@@ -4,9 +4,15 @@
 //! training run, `llvm-profdata merge`, a rebuild) and a post-link step
 //! (BOLT, trained with its own instrumentation on the same workload).
 //!
-//! Each variant gets its own target directory (`target/variants/<name>`, or
-//! under the directory a test names) so that switching features or flags
-//! never rebuilds another variant's artifacts.
+//! Variants built with the same profile settings share one target directory
+//! (`target/variants/<dir>`): cargo keeps one copy of a crate per feature
+//! set, so the allocator variants compile the dependency tree once and
+//! differ only in the crates whose features differ (probe, the subject or
+//! server crate, jemalloc's sys crate). Profile settings (debug info, LTO)
+//! change every crate's flags, so those variants get a directory each, and
+//! a profile-guided one its own. Cargo writes every variant's binary to the
+//! same path, so each build runs under a lock on its directory and leaves
+//! its binary at `<dir>/bin/<binary>-<variant>`, which no other build touches.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -119,13 +125,41 @@ pub fn describe(variant: &str) -> String {
 }
 
 /// The target directory's name for a plain (not profile-guided) variant:
-/// the first variant built the same way, so that `o3` and `system` (one
-/// build, two names for two studies) compile once.
+/// `release` for the plain profile, otherwise the first variant with the
+/// same profile settings, whatever their allocator features.
 fn build_dir(v: &Variant) -> &'static str {
-    VARIANTS
-        .iter()
-        .find(|w| !w.pgo && w.features == v.features && w.profile_env == v.profile_env)
-        .map_or(v.name, |w| w.name)
+    if v.profile_env.is_empty() {
+        return PROFILE;
+    }
+    VARIANTS.iter().find(|w| !w.pgo && w.profile_env == v.profile_env).map_or(v.name, |w| w.name)
+}
+
+/// Builds a plain variant in its shared directory and copies the binary
+/// out to `<dir>/bin/<binary>-<variant>` before another build may replace it.
+/// NOTE: the lock covers cargo and the copy, since cargo's own lock is
+/// released before we read the binary it wrote; the copy is renamed into
+/// place, so a process still running the previous file keeps its inode.
+fn build_shared(
+    root: &Path,
+    dir: &Path,
+    target: Target,
+    v: &Variant,
+    log_file: &mut std::fs::File,
+    log: &Path,
+) -> Result<PathBuf> {
+    let target_dir = dir.join(build_dir(v));
+    let bin_dir = target_dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).with_context(|| format!("creating {}", bin_dir.display()))?;
+    let lock_path = target_dir.join(".variant.lock");
+    let lock = std::fs::File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
+    let built = cargo_build(root, &target_dir, target, v, "", log_file, log)?;
+    let (_, name) = target.package_and_bin();
+    let out = bin_dir.join(format!("{name}-{}", v.name));
+    let tmp = bin_dir.join(format!(".{name}-{}.{}", v.name, std::process::id()));
+    std::fs::copy(&built, &tmp).with_context(|| format!("copying {} to {}", built.display(), tmp.display()))?;
+    std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    Ok(out)
 }
 
 /// Builds `target` for `variant` and returns the binary's path. Cargo's
@@ -137,7 +171,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
     }
     let mut log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     if !v.pgo {
-        return cargo_build(root, &dir.join(build_dir(v)), target, v, "", &mut log_file, log);
+        return build_shared(root, dir, target, v, &mut log_file, log);
     }
     if target != Target::DatastoreServer {
         bail!("variant {variant}: profile-guided builds train on the datastore server's workload only");
@@ -347,10 +381,12 @@ mod tests {
 
     #[test]
     fn identical_builds_share_a_directory() {
-        assert_eq!(build_dir(get("o3").unwrap()), "system");
-        assert_eq!(build_dir(get("system").unwrap()), "system");
+        for plain in ["o3", "system", "jemalloc", "jemalloc-plain"] {
+            assert_eq!(build_dir(get(plain).unwrap()), "release", "{plain}");
+        }
         assert_eq!(build_dir(get("fatlto").unwrap()), "fatlto");
-        assert_eq!(build_dir(get("jemalloc").unwrap()), "jemalloc");
+        assert_eq!(build_dir(get("thinlto").unwrap()), "thinlto");
+        assert_eq!(build_dir(get("dhat").unwrap()), "dhat");
     }
 
     #[test]

@@ -1,0 +1,47 @@
+//! Every build the quick suite runs, built the way the runner builds it: the
+//! binary must say it is the variant the manifest will name (its allocator)
+//! and carry this checkout's revision. Building them here is also what lets
+//! the main job, run after the tests, go straight to measuring.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use workbench::spec::{self, Target};
+use workbench::{host, variants};
+
+/// What `<binary> --variant` prints for a build variant: its allocator
+/// feature, or `system` for the builds that only change the profile.
+fn allocator_name(variant: &str) -> &'static str {
+    variants::features(variant).first().copied().unwrap_or("system")
+}
+
+fn ask(bin: &std::path::Path, target: Target, what: &str) -> String {
+    let arg = match target {
+        Target::Subject => format!("--{what}"),
+        Target::DatastoreServer => what.to_string(),
+    };
+    let out = Command::new(bin).arg(&arg).output().unwrap_or_else(|e| panic!("{} {arg}: {e}", bin.display()));
+    assert!(out.status.success(), "{} {arg}: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn every_quick_variant_builds_as_named() {
+    let out = std::env::temp_dir().join(format!("wb-variants-{}", std::process::id()));
+    let (opts, multi, mut bins) = common::setup(&out, "variants");
+    let mut wanted = BTreeSet::new();
+    for (_, s) in spec::load_dir(&opts.root.join("experiments")).unwrap() {
+        for v in s.variants_at("quick") {
+            wanted.insert((s.target, v.clone()));
+        }
+    }
+    assert!(wanted.len() >= 4, "the quick suite names more builds than {wanted:?}");
+    let (rev, _) = host::git_state(&opts.root);
+    for (target, variant) in &wanted {
+        let bin = bins.get(&opts.root, *target, variant, &multi).unwrap();
+        assert_eq!(ask(&bin, *target, "variant"), allocator_name(variant), "{target:?} {variant}");
+        assert_eq!(ask(&bin, *target, "revision"), rev, "{target:?} {variant}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
