@@ -20,7 +20,8 @@
 //! - [`part`]: the part format, its streaming writer and its reader.
 //! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
 //!   background merger.
-//! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name` parameters.
+//! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name`
+//!   parameters; [`Db::select`] keeps recent syntax trees by text ([`sql::ParseCache`]).
 //! - [`exec`]: a [`exec::Plan`] and its operators (scan with granule pruning,
 //!   columnar aggregation, radix quantile, top-k) under per-query [`Limits`]
 //!   (deadline, rows, threads); [`Db::select`] is the engine API a server calls.
@@ -49,6 +50,7 @@ use std::sync::{Arc, Mutex};
 pub struct Db {
     dir: PathBuf,
     tables: Mutex<HashMap<String, Arc<Table>>>,
+    parsed: sql::ParseCache,
 }
 
 /// What a statement produced.
@@ -61,7 +63,7 @@ impl Db {
     /// Opens (creating if needed) a data directory.
     pub fn open(dir: &Path) -> Result<Db> {
         std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-        Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::new()) })
+        Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::new()), parsed: sql::ParseCache::new() })
     }
 
     /// The open table `name`, opening it on first use.
@@ -117,7 +119,7 @@ impl Db {
     /// `limits`: the engine API a server calls.
     pub fn select(&self, sql: &str, params: sql::Params<'_>, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
         let schema_of = |name: &str| -> Result<part::Schema> { Ok((*self.table(name)?.schema).clone()) };
-        match sql::parse_with(sql, &schema_of, params)? {
+        match self.parsed.parse_with(sql, &schema_of, params)? {
             sql::Statement::Select(q) => {
                 let t = self.table(&q.table)?;
                 exec::Plan::new(&t.schema, &q).execute(&t.snapshot(), limits)
