@@ -356,10 +356,7 @@ pub fn run_spec(
 /// manifest will name (a build racing the run, or a stale binary, is refused).
 fn check_revision(bin: &Path, target: Target, rev: &str) -> Result<()> {
     let out = Command::new(bin)
-        .arg(match target {
-            Target::Subject => "--revision",
-            Target::DatastoreServer => "revision",
-        })
+        .arg(target.build_query("revision"))
         .output()
         .with_context(|| format!("running {} --revision", bin.display()))?;
     let built = String::from_utf8_lossy(&out.stdout).trim().to_string();

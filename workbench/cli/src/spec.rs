@@ -95,6 +95,15 @@ impl Target {
         }
     }
 
+    /// The argument that asks the binary about its build (`revision`,
+    /// `variant`): a flag for `subject`, a subcommand for the server's clap CLI.
+    pub fn build_query(self, what: &str) -> String {
+        match self {
+            Target::Subject => format!("--{what}"),
+            Target::DatastoreServer => what.to_string(),
+        }
+    }
+
     fn is_subject(&self) -> bool {
         *self == Target::Subject
     }

@@ -17,10 +17,7 @@ fn allocator_name(variant: &str) -> &'static str {
 }
 
 fn ask(bin: &std::path::Path, target: Target, what: &str) -> String {
-    let arg = match target {
-        Target::Subject => format!("--{what}"),
-        Target::DatastoreServer => what.to_string(),
-    };
+    let arg = target.build_query(what);
     let out = Command::new(bin).arg(&arg).output().unwrap_or_else(|e| panic!("{} {arg}: {e}", bin.display()));
     assert!(out.status.success(), "{} {arg}: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
