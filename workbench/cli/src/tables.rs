@@ -44,6 +44,7 @@ pub fn display_name(codec: &str) -> String {
         "protobuf-bytes" => "Protobuf (prost, Bytes fields)*".into(),
         "json-rpc-borrowed" => "JSON-RPC (borrowed)*".into(),
         "zap-tcp" => "ZAP (TCP, RPC)".into(),
+        "zap-framed" => "ZAP (TCP, framed)".into(),
         "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
         "capnp-tcp" => "Cap'n Proto (TCP)".into(),
         "capnp-rpc" => "Cap'n Proto (capnp-rpc)".into(),

@@ -43,13 +43,24 @@ fn open_rate(run: &Run) -> Option<f64> {
     s.params.get("rate").and_then(|v| v.as_f64())
 }
 
+/// The core the run pinned client and server to (`params.pin_core`).
+fn pin_core(run: &Run) -> Option<u64> {
+    let s = run.manifest.spec.scale(&run.manifest.scale)?;
+    s.params.get("pin_core").and_then(|v| v.as_u64())
+}
+
 /// How each mode ran, for captions and titles.
 fn mode_text(run: &Run, name: &str) -> String {
     match name {
-        AWAKE_NAME => "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, \
-             so no core idles and wake-up latency leaves the picture; what remains is each stack's own cost. Closed \
-             loop (each request sent when the previous reply arrived). "
-            .into(),
+        AWAKE_NAME => format!(
+            "Cores kept awake: a spinning thread at nice 19 per core runs through every cell, so no core idles and \
+             wake-up latency leaves the picture; what remains is each stack's own cost. {}Closed loop (each request \
+             sent when the previous reply arrived). ",
+            pin_core(run).map_or_else(String::new, |c| format!(
+                "Client and server threads pinned to core {c}, so each hands the core straight to the other (threads \
+                 a library starts on its own float). "
+            ))
+        ),
         OPEN_NAME => format!(
             "Open loop: a request is due every {} µs ({} requests/s) whether or not the previous reply has arrived, \
              and its latency counts from when it was due, so a stall counts against every request scheduled behind \
@@ -123,7 +134,9 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
              {} repetition(s) pooled, each a separate process, stacks taking turns, so every stack samples the same \
              stretch of the host's state; n = round trips). The floor row echoes as many raw bytes as ZAP sends, over \
              blocking TCP with no codec, measured in the same run; \"× floor\" and \"above floor\" compare each \
-             p50 with it. Variant: {}; {} profile; a shared 2-core machine.",
+             p50 with it. \"ZAP (TCP, RPC)\" adds ZAP's RPC layer (request/response envelopes, each answer stored \
+             for pipelined calls, a finish message per call); the framed rows, \"ZAP (TCP, framed)\" among them, \
+             send the codec's bytes alone behind a length prefix. Variant: {}; {} profile; a shared 2-core machine.",
             fmt::thousands(s.warmup),
             s.repetitions,
             spec.variants_at(&run.manifest.scale).join(", "),

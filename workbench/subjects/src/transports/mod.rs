@@ -41,11 +41,39 @@ pub trait Transport: Sized {
     fn round_trip(&mut self, v: &VoteData) -> Result<()>;
 }
 
+/// The core servers started from now on are pinned to (`usize::MAX`: none).
+static SERVER_CORE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// Pins the servers started after this call to `core` (`None`: let them float).
+pub fn pin_servers(core: Option<usize>) {
+    SERVER_CORE.store(core.unwrap_or(usize::MAX), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Pins the calling thread to one core. Best effort: an error (a core
+/// outside the process's cpuset) leaves the thread where it was.
+pub fn pin_current_thread(core: usize) -> std::io::Result<()> {
+    // SAFETY: the set is a plain bitmask owned by this frame; pid 0 means the
+    // calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Spawns a transport's server thread, tagged as the server side so that the
-/// dhat build splits a round trip's allocations into client and server.
+/// dhat build splits a round trip's allocations into client and server, and
+/// pinned if [`pin_servers`] asked for it.
 pub(crate) fn spawn_server<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    let core = SERVER_CORE.load(std::sync::atomic::Ordering::Relaxed);
     std::thread::spawn(move || {
         probe::set_side(probe::Side::Server);
+        if core != usize::MAX {
+            let _ = pin_current_thread(core);
+        }
         f()
     })
 }
@@ -81,6 +109,7 @@ pub(crate) fn close_local(
 pub const NAMES: &[&str] = &[
     raw_tcp::RawTcp::NAME,
     zap_rpc::ZapRpc::NAME,
+    framed::ZapFramed::NAME,
     framed::FlatBuffersTcp::NAME,
     framed::CapnpTcp::NAME,
     capnp_rpc::CapnpRpc::NAME,
@@ -101,6 +130,7 @@ pub trait WithTransport {
 pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
     Some(match name {
         zap_rpc::ZapRpc::NAME => f.run::<zap_rpc::ZapRpc>(),
+        framed::ZapFramed::NAME => f.run::<framed::ZapFramed>(),
         framed::FlatBuffersTcp::NAME => f.run::<framed::FlatBuffersTcp>(),
         framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
         capnp_rpc::CapnpRpc::NAME => f.run::<capnp_rpc::CapnpRpc>(),
@@ -157,6 +187,23 @@ mod tests {
                 .recv_timeout(std::time::Duration::from_secs(20))
                 .map_err(|_| anyhow::anyhow!("{} did not shut down within 20 s", T::NAME))?
         }
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_on_its_core_alone() {
+        std::thread::spawn(|| {
+            pin_current_thread(0).unwrap();
+            // SAFETY: the set is owned by this frame; pid 0 is this thread.
+            let set = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+                set
+            };
+            assert_eq!(unsafe { libc::CPU_COUNT(&set) }, 1);
+            assert!(unsafe { libc::CPU_ISSET(0, &set) });
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
