@@ -66,9 +66,10 @@ impl Schedule {
 fn pin_core(cell: &crate::Cell) -> Result<Option<usize>> {
     match cell.params.get("pin_core") {
         None => Ok(None),
-        Some(v) => v.as_u64().map(|c| Some(c as usize)).ok_or_else(|| {
-            anyhow::anyhow!("{}: params.pin_core must be a core number, got {v}", cell.experiment)
-        }),
+        Some(v) => v
+            .as_u64()
+            .map(|c| Some(c as usize))
+            .ok_or_else(|| anyhow::anyhow!("{}: params.pin_core must be a core number, got {v}", cell.experiment)),
     }
 }
 
