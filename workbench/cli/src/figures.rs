@@ -10,9 +10,10 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-// Okabe–Ito's eight colour-blind-safe colours plus a brown and a purple, so
-// the nine transport stacks and the raw-TCP floor each get their own.
-const PALETTE: [RGBColor; 10] = [
+// Okabe–Ito's eight colour-blind-safe colours plus a brown, a purple, an olive
+// and a wine, so every transport stack (the raw-TCP floor among them) and
+// every codec gets its own; the test below fails when a registry outgrows it.
+const PALETTE: [RGBColor; 12] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -23,6 +24,8 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 0, 0),
     RGBColor(140, 86, 45),
     RGBColor(117, 112, 179),
+    RGBColor(153, 153, 51),
+    RGBColor(136, 34, 85),
 ];
 
 pub(crate) fn register_font() -> Result<()> {
@@ -181,4 +184,19 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
         written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PALETTE;
+
+    #[test]
+    fn every_registered_line_gets_its_own_colour() {
+        // The eleventh transport once drew the floor and JSON-RPC in one blue.
+        let most = subjects::transports::NAMES.len().max(subjects::codecs::NAMES.len());
+        assert!(most <= PALETTE.len(), "{most} lines share a figure but the palette has {} colours", PALETTE.len());
+        for (i, a) in PALETTE.iter().enumerate() {
+            assert!(!PALETTE[..i].contains(a), "colour {i} repeats");
+        }
+    }
 }

@@ -159,11 +159,13 @@ fn main() -> Result<()> {
                 done.push((spec.dataset().to_string(), out));
             }
             println!("\nSummary ({scale} scale)");
-            println!("{:<16} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
+            // Sized to the longest name, so `roundtrip-latency-awake` keeps the columns straight.
+            let w = done.iter().map(|(e, _)| e.len()).max().unwrap_or(0).max("experiment".len());
+            println!("{:<w$} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
             for (exp, o) in &done {
                 let rel = o.dir.strip_prefix(&root).unwrap_or(&o.dir);
                 println!(
-                    "{exp:<16} {:>6} {:>8} {:>9} {:>9.1}  {}",
+                    "{exp:<w$} {:>6} {:>8} {:>9} {:>9.1}  {}",
                     o.cells,
                     o.resumed,
                     o.records,
