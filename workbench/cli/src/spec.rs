@@ -204,6 +204,16 @@ impl Spec {
                 if !known.contains(&v.as_str()) {
                     return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
                 }
+                if crate::reports::timed(self.dataset()) && crate::variants::counts_allocations(v) {
+                    return bad(
+                        &key,
+                        format!(
+                            "{v:?} counts allocations, which costs time (see instrumentation-cost), and {} \
+                             prints times: name a build that counts nothing (system, jemalloc-plain)",
+                            self.dataset()
+                        ),
+                    );
+                }
             }
         }
         for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
@@ -289,6 +299,23 @@ mod tests {
         let e =
             Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `full.messages`"), "{e}");
+    }
+
+    #[test]
+    fn timed_specs_refuse_counting_builds() {
+        let timed = GOOD.replace("alloc-profile", "codec-speed");
+        for counting in ["dhat", "jemalloc"] {
+            let e = Spec::parse(&timed.replace("[\"dhat\"]", &format!("[\"{counting}\"]")), Path::new("s.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("key `variants`") && e.contains(counting) && e.contains("prints times"), "{e}");
+        }
+        for plain in ["system", "jemalloc-plain"] {
+            Spec::parse(&timed.replace("[\"dhat\"]", &format!("[\"{plain}\"]")), Path::new("s.toml")).unwrap();
+        }
+        // The same subject experiment under its own dataset name compares builds.
+        let named = format!("name = \"instrumentation-cost\"\n{}", timed.trim_start());
+        Spec::parse(&named, Path::new("s.toml")).unwrap();
     }
 
     #[test]

@@ -100,6 +100,13 @@ pub fn features(variant: &str) -> &'static [&'static str] {
     get(variant).map_or(&[], |v| v.features)
 }
 
+/// Whether a variant counts allocations (dhat, or jemalloc with its
+/// statistics), which costs time: `instrumentation-cost` measured jemalloc's
+/// statistics at up to ≈ 1.1× on allocation-heavy cells, dhat at up to 100×.
+pub fn counts_allocations(variant: &str) -> bool {
+    features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc")
+}
+
 /// The allocator a variant links.
 pub fn allocator(variant: &str) -> &'static str {
     get(variant).map_or(GLIBC, |v| v.allocator)

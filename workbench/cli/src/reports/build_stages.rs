@@ -4,7 +4,7 @@
 //! the 100 ms samples); a stage that could not be built shows the error.
 //! Figure: RSS over the run, one line per stage.
 
-use super::{median, values, Report};
+use super::{median, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -13,7 +13,8 @@ use anyhow::Result;
 use datastore::gen::QUERIES;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "build-stages", dataset: "build-stages", table, figure: Some(figure) };
+pub const REPORT: Report =
+    Report { name: "build-stages", dataset: "build-stages", table, figure: Some(figure), builds: Builds::Uncounted };
 
 fn stage_name(variant: &str) -> &str {
     match variant {

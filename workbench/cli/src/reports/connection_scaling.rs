@@ -5,7 +5,7 @@
 //! clickhouse-server when the run measured it. Figure: RSS against
 //! connections (log x; log y when ClickHouse is in it).
 
-use super::{distinct_u64, median, values, Report};
+use super::{distinct_u64, median, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -13,8 +13,13 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report =
-    Report { name: "connection-scaling", dataset: "connection-scaling", table, figure: Some(figure) };
+pub const REPORT: Report = Report {
+    name: "connection-scaling",
+    dataset: "connection-scaling",
+    table,
+    figure: Some(figure),
+    builds: Builds::Any,
+};
 
 /// The (server, build) pairs of the run, in the spec's build order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {

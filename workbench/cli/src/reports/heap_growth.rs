@@ -3,7 +3,7 @@
 //! peak and live heap per stack. Figure: two panels from the same run,
 //! allocation volume (log–log) and the live heap.
 
-use super::Report;
+use super::{Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{write_pair, Chart, Line, FLOOR};
 use crate::fmt;
@@ -16,6 +16,7 @@ pub const REPORT: Report = Report {
     dataset: "heap-growth",
     table: |r| heap_growth(r, "heap-growth"),
     figure: Some(|d, r| heap_growth_figure(d, r, "heap-growth")),
+    builds: Builds::Any,
 };
 
 pub const TRANSPORTS: Report = Report {
@@ -23,6 +24,7 @@ pub const TRANSPORTS: Report = Report {
     dataset: "transport-heap-growth",
     table: |r| heap_growth(r, "transport-heap-growth"),
     figure: Some(|d, r| heap_growth_figure(d, r, "transport-heap-growth")),
+    builds: Builds::Any,
 };
 
 /// The paper's second table: cumulative heap after N round trips

@@ -46,6 +46,23 @@ pub struct Report {
     pub dataset: &'static str,
     pub table: fn(&Run) -> Result<Table>,
     pub figure: Option<FigureFn>,
+    /// Which builds its spec may name; the spec loader refuses the others.
+    pub builds: Builds,
+}
+
+/// The builds a report's dataset may come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Builds {
+    /// Counts, memory, or a comparison of builds (`instrumentation-cost`).
+    Any,
+    /// Its table prints times, so no build that counts allocations
+    /// ([`crate::variants::counts_allocations`]): their cost would be in every figure.
+    Uncounted,
+}
+
+/// Whether the dataset `name` feeds a table of times.
+pub fn timed(name: &str) -> bool {
+    REPORTS.iter().any(|r| r.dataset == name && r.builds == Builds::Uncounted)
 }
 
 /// Every report, in the order tables are listed.

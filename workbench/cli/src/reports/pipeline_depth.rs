@@ -4,7 +4,7 @@
 //! server's measured cost per step, and the flights each took.
 //! Figure: chain time against depth (log–log), one line per mode × delay.
 
-use super::{distinct_u64, median, values, Report};
+use super::{distinct_u64, median, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -12,7 +12,13 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "pipeline-depth", dataset: "pipeline-depth", table, figure: Some(figure) };
+pub const REPORT: Report = Report {
+    name: "pipeline-depth",
+    dataset: "pipeline-depth",
+    table,
+    figure: Some(figure),
+    builds: Builds::Uncounted,
+};
 
 const MODES: [&str; 2] = ["pipelined", "request-response"];
 

@@ -6,7 +6,7 @@
 //! HdrHistogram draws it (latency against percentile on a log tail axis,
 //! p50 … p99.99), one line per stack.
 
-use super::Report;
+use super::{Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{write_both, Chart, Line};
 use crate::fmt;
@@ -21,6 +21,7 @@ pub const REPORT: Report = Report {
     dataset: LATENCY_NAME,
     table: |r| roundtrip_latency(r, LATENCY_NAME),
     figure: Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
+    builds: Builds::Uncounted,
 };
 
 pub const AWAKE: Report = Report {
@@ -28,6 +29,7 @@ pub const AWAKE: Report = Report {
     dataset: AWAKE_NAME,
     table: |r| roundtrip_latency(r, AWAKE_NAME),
     figure: Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
+    builds: Builds::Uncounted,
 };
 
 pub const OPEN: Report = Report {
@@ -35,6 +37,7 @@ pub const OPEN: Report = Report {
     dataset: OPEN_NAME,
     table: |r| roundtrip_latency(r, OPEN_NAME),
     figure: Some(|d, r| latency_figure(d, r, OPEN_NAME)),
+    builds: Builds::Uncounted,
 };
 
 /// The open loop's request rate (per second) from the run's spec.
@@ -136,10 +139,10 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
              blocking TCP with no codec, measured in the same run; \"× floor\" and \"above floor\" compare each \
              p50 with it. \"ZAP (TCP, RPC)\" adds ZAP's RPC layer (request/response envelopes, each answer stored \
              for pipelined calls, a finish message per call); the framed rows, \"ZAP (TCP, framed)\" among them, \
-             send the codec's bytes alone behind a length prefix. Variant: {}; {} profile; a shared 2-core machine.",
+             send the codec's bytes alone behind a length prefix. Build: {}; {} profile; a shared 2-core machine.",
             fmt::thousands(s.warmup),
             s.repetitions,
-            spec.variants_at(&run.manifest.scale).join(", "),
+            builds(run),
             run.manifest.profile
         ),
         header: vec!["Stack", "Payload", "n", "p50", "× floor", "above floor (µs)", "p95", "p99", "p99.9", "max"],
@@ -222,6 +225,17 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<Pa
         y_fmt: &|v| crate::fmt::sig3(*v),
     };
     write_both(dir, name, &lines, &chart)
+}
+
+/// Each timed variant with its allocator as the manifest recorded it, so the
+/// caption says whether the timed build carried jemalloc's statistics.
+fn builds(run: &Run) -> String {
+    let m = &run.manifest;
+    let each = m.spec.variants_at(&m.scale).iter().map(|v| match m.allocators.get(v) {
+        Some(a) => format!("{v}, {a}"),
+        None => v.clone(),
+    });
+    each.collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]

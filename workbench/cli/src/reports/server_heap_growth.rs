@@ -4,7 +4,7 @@
 //! live heap at the end, RSS at the end. Figure: cumulative bytes allocated
 //! against queries (log–log), one line per workload (dhat build).
 
-use super::Report;
+use super::{Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -12,8 +12,13 @@ use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report =
-    Report { name: "server-heap-growth", dataset: "server-heap-growth", table, figure: Some(figure) };
+pub const REPORT: Report = Report {
+    name: "server-heap-growth",
+    dataset: "server-heap-growth",
+    table,
+    figure: Some(figure),
+    builds: Builds::Any,
+};
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(&run.manifest.scale);

@@ -5,7 +5,7 @@
 //! query. A second table, [`VERSUS`], sets ours beside ClickHouse per query
 //! and client count, at every core and at one thread each.
 
-use super::{distinct_u64, median, values, Report};
+use super::{distinct_u64, median, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -13,7 +13,8 @@ use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report { name: "throughput", dataset: "throughput", table, figure: Some(figure) };
+pub const REPORT: Report =
+    Report { name: "throughput", dataset: "throughput", table, figure: Some(figure), builds: Builds::Uncounted };
 
 /// The (engine, query) pairs of the run, in first-seen order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {
@@ -29,8 +30,13 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-pub const VERSUS: Report =
-    Report { name: "throughput-vs-clickhouse", dataset: "throughput", table: versus, figure: None };
+pub const VERSUS: Report = Report {
+    name: "throughput-vs-clickhouse",
+    dataset: "throughput",
+    table: versus,
+    figure: None,
+    builds: Builds::Uncounted,
+};
 
 fn engine_name(engine: &str) -> String {
     match engine {

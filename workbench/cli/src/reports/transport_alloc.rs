@@ -1,14 +1,19 @@
 //! transport-alloc: allocations per round trip of each transport stack,
 //! split into client, server and other threads (dhat build).
 
-use super::Report;
+use super::{Builds, Report};
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
 use anyhow::{Context, Result};
 
-pub const REPORT: Report =
-    Report { name: "transport-alloc", dataset: "transport-alloc", table: transport_alloc, figure: None };
+pub const REPORT: Report = Report {
+    name: "transport-alloc",
+    dataset: "transport-alloc",
+    table: transport_alloc,
+    figure: None,
+    builds: Builds::Any,
+};
 
 /// Allocations per round trip over each transport stack.
 pub fn transport_alloc(run: &Run) -> Result<Table> {
