@@ -14,7 +14,7 @@ use workbench::{dataset, tables};
 const CHAINS: &str = r#"
 experiment = "pipeline-depth"
 target = "datastore-server"
-variants = ["jemalloc"]
+variants = ["system"]
 [quick.params]
 depths = [1, 5]
 rtt_us = [200]
@@ -35,7 +35,7 @@ settle_ms = 50
 const THROUGHPUT: &str = r#"
 experiment = "throughput"
 target = "datastore-server"
-variants = ["jemalloc"]
+variants = ["system"]
 [quick.params]
 rows = 30000
 concurrency = [1, 2]
@@ -47,7 +47,7 @@ threads = [0, 1]
 const QUERIES: &str = r#"
 experiment = "datastore-queries"
 target = "datastore-server"
-variants = ["jemalloc"]
+variants = ["system"]
 [quick.params]
 rows = 20000
 runs = 2
