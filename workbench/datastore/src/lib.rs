@@ -15,6 +15,7 @@
 //!
 //! # Layout
 //! - [`types`]: column types, values, in-memory column data.
+//! - [`cache`]: decoded granules of small scans, under a byte budget.
 //! - [`codec`]: compressed blocks (LZ4; Delta + LZ4; LowCardinality keys;
 //!   stored raw when LZ4 saves under 3 %).
 //! - [`part`]: the part format, its streaming writer and its reader.
@@ -28,6 +29,7 @@
 //! - [`gen`]: the paper's deterministic workload generator and Parquet export.
 //! - [`Db`]: a data directory of tables, the entry point for SQL.
 
+pub mod cache;
 pub mod codec;
 pub mod error;
 pub mod exec;
@@ -49,7 +51,7 @@ use std::sync::{Arc, Mutex};
 /// A data directory holding tables (one subdirectory each).
 pub struct Db {
     dir: PathBuf,
-    tables: Mutex<HashMap<String, Arc<Table>>>,
+    tables: Mutex<HashMap<String, Arc<Table>, foldhash::fast::RandomState>>,
     parsed: sql::ParseCache,
 }
 
@@ -63,7 +65,7 @@ impl Db {
     /// Opens (creating if needed) a data directory.
     pub fn open(dir: &Path) -> Result<Db> {
         std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-        Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::new()), parsed: sql::ParseCache::new() })
+        Ok(Db { dir: dir.to_path_buf(), tables: Mutex::new(HashMap::default()), parsed: sql::ParseCache::new() })
     }
 
     /// The open table `name`, opening it on first use.
@@ -100,7 +102,7 @@ impl Db {
 
     /// Runs one SQL statement.
     pub fn execute(&self, sql: &str) -> Result<Output> {
-        let schema_of = |name: &str| -> Result<part::Schema> { Ok((*self.table(name)?.schema).clone()) };
+        let schema_of = |name: &str| -> Result<Arc<part::Schema>> { Ok(self.table(name)?.schema.clone()) };
         match sql::parse(sql, &schema_of)? {
             sql::Statement::Create(schema) => {
                 let name = schema.table.clone();
@@ -118,7 +120,7 @@ impl Db {
     /// Runs one SELECT with `$name` placeholders bound to `params`, under
     /// `limits`: the engine API a server calls.
     pub fn select(&self, sql: &str, params: sql::Params<'_>, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
-        let schema_of = |name: &str| -> Result<part::Schema> { Ok((*self.table(name)?.schema).clone()) };
+        let schema_of = |name: &str| -> Result<Arc<part::Schema>> { Ok(self.table(name)?.schema.clone()) };
         match self.parsed.parse_with(sql, &schema_of, params)? {
             sql::Statement::Select(q) => {
                 let t = self.table(&q.table)?;

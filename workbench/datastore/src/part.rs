@@ -13,6 +13,7 @@
 //! the directory, and renames it into place: a crash leaves either the whole
 //! part or a `tmp_` directory that the next open deletes.
 
+use crate::cache;
 use crate::codec::{self, Codec};
 use crate::error::{corrupt, IoPath, Result};
 use crate::types::{ColumnData, ColumnType, StringIds, Value};
@@ -271,6 +272,14 @@ pub struct Part {
     dicts: Vec<Option<Arc<Vec<String>>>>,
     files: Vec<(File, u64)>,
     schema: Arc<Schema>,
+    /// Unique in the process: the key of this part's granules in [`cache`].
+    id: u64,
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        cache::global().forget(self.id);
+    }
 }
 
 /// Per-query scratch for reading blocks.
@@ -316,7 +325,7 @@ impl Part {
             let len = f.metadata().at(&p)?.len();
             files.push((f, len));
         }
-        Ok(Part { meta, dir: dir.to_path_buf(), index, marks, dicts, files, schema })
+        Ok(Part { meta, dir: dir.to_path_buf(), index, marks, dicts, files, schema, id: cache::next_part_id() })
     }
 
     pub fn granules(&self) -> usize {
@@ -337,6 +346,21 @@ impl Part {
         file.read_exact_at(&mut s.comp, start).at(&path())?;
         codec::decode(col.ty, &s.comp, self.dicts[c].as_ref(), &mut s.raw, out)
             .map_err(|e| corrupt(&path(), format!("granule {g}: {}", e.0)))
+    }
+
+    /// Granule `g` of column `c` from the process's cache of decoded
+    /// granules, decoded and kept there on a miss (small scans only: see
+    /// [`cache`]).
+    pub fn read_cached(&self, c: usize, g: usize, s: &mut Scratch) -> Result<Arc<ColumnData>> {
+        let key = (self.id, c as u32, g as u32);
+        if let Some(hit) = cache::global().get(key) {
+            return Ok(hit);
+        }
+        let mut out = ColumnData::empty_for(self.schema.columns[c].ty);
+        self.read(c, g, s, &mut out)?;
+        let out = Arc::new(out);
+        cache::global().put(key, out.clone());
+        Ok(out)
     }
 
     /// Bytes the part keeps in memory for its index and marks.

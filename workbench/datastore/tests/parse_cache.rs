@@ -1,5 +1,6 @@
 //! The parsed-statement cache behind `Db::select`: a repeated text is
-//! parsed once and bound anew each time, errors are never kept, and the
+//! parsed and planned once and bound anew each time, a bound plan answers
+//! as a fresh one does (errors included), errors are never kept, and the
 //! cache stays within its bounds.
 
 use datastore::sql::ParseCache;
@@ -34,8 +35,8 @@ fn a_repeated_statement_is_bound_anew_each_time() {
     assert!(db.select(step, &[("$prev", Value::S("x".into()))], &limits()).is_err());
 }
 
-fn schema_of(_: &str) -> datastore::Result<datastore::part::Schema> {
-    Ok(datastore::part::Schema {
+fn schema_of(_: &str) -> datastore::Result<std::sync::Arc<datastore::part::Schema>> {
+    Ok(std::sync::Arc::new(datastore::part::Schema {
         table: "chain".into(),
         columns: vec![datastore::part::ColumnDef {
             name: "k".into(),
@@ -43,7 +44,7 @@ fn schema_of(_: &str) -> datastore::Result<datastore::part::Schema> {
             codec: datastore::codec::Codec::Lz4,
         }],
         order_by: vec![0],
-    })
+    }))
 }
 
 #[test]
@@ -69,4 +70,80 @@ fn texts_are_kept_once_errors_never_and_the_cache_stays_bounded() {
         assert!(matches!(planned, sql::Statement::Select(_)));
         assert!(c.len() <= ParseCache::ENTRIES);
     }
+}
+
+/// Every parameter binding of a cached plan against the same text planned
+/// afresh (`Db::execute` with the value written into the SQL, which the
+/// cache never sees): the same rows, or an error both ways.
+#[test]
+fn a_bound_plan_answers_as_a_fresh_plan_does() {
+    let db = chain_db("fresh");
+    db.execute("CREATE TABLE mixed (k UInt64, i Int64, f Float64, s String) ORDER BY (k)").unwrap();
+    let batch = datastore::Batch {
+        columns: vec![
+            datastore::ColumnData::U64((0..100).collect()),
+            datastore::ColumnData::I64((0..100).map(|x| x - 50).collect()),
+            datastore::ColumnData::F64((0..100).map(|x| x as f64 / 10.0).collect()),
+            datastore::ColumnData::Str((0..100).map(|x| format!("s{x:02}")).collect()),
+        ],
+    };
+    db.table("mixed").unwrap().insert(&batch).unwrap();
+    // (text with $a and $b, the same text with each placeholder's SQL literal)
+    let texts = [
+        "SELECT count() FROM mixed WHERE k > $a AND i < $b",
+        "SELECT min(k), max(f) FROM mixed WHERE k BETWEEN $a AND $b",
+        "SELECT count() FROM mixed WHERE i IN (1, $a, 3, $b) OR k = 7",
+        "SELECT sum(k) FROM mixed WHERE NOT (f >= $a) AND s != $b",
+        "SELECT k FROM mixed WHERE $a < k AND k < $b ORDER BY k DESC LIMIT 3",
+    ];
+    let values = [
+        (Value::U(10), "10"),
+        (Value::U(60), "60"),
+        (Value::I(-5), "-5"),
+        (Value::I(20), "20"),
+        (Value::F(2.5), "2.5"),
+        (Value::S("s40".into()), "'s40'"),
+        (Value::Null, "NULL"),
+    ];
+    let mut compared = 0;
+    for text in texts {
+        for (a, a_sql) in &values {
+            for (b, b_sql) in &values {
+                let bound = db.select(text, &[("$a", a.clone()), ("$b", b.clone())], &limits());
+                let literal = text.replace("$a", a_sql).replace("$b", b_sql);
+                let fresh = db.query(&literal);
+                match (&bound, &fresh) {
+                    (Ok((r, _)), Ok(f)) => assert_eq!(r, f, "{text} with {a:?}, {b:?}"),
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("{text} with {a:?}, {b:?}: bound {:?}, fresh {:?}", bound.map(|r| r.0), fresh),
+                }
+                compared += bound.is_ok() as usize;
+            }
+        }
+    }
+    assert!(compared > 50, "most bindings run: {compared}");
+}
+
+/// A table made anew under the same name has a new schema object: plans
+/// made against the old one are not used.
+#[test]
+fn a_plan_is_not_used_for_another_schema() {
+    let c = ParseCache::new();
+    let schema = schema_of("chain").unwrap();
+    let same = |_: &str| Ok(schema.clone());
+    let step = "SELECT min(k) FROM chain WHERE k > $prev";
+    c.parse_with(step, &same, &[("$prev", Value::U(1))]).unwrap();
+    let other = std::sync::Arc::new(datastore::part::Schema {
+        table: "chain".into(),
+        columns: vec![datastore::part::ColumnDef {
+            name: "k".into(),
+            ty: datastore::ColumnType::String,
+            codec: datastore::codec::Codec::Lz4,
+        }],
+        order_by: vec![0],
+    });
+    let changed = |_: &str| Ok(other.clone());
+    let e = c.parse_with(step, &changed, &[("$prev", Value::U(1))]).err().expect("k is a string now");
+    assert!(e.to_string().contains("is a string"), "{e}");
+    assert!(c.parse_with(step, &same, &[("$prev", Value::U(1))]).is_ok());
 }

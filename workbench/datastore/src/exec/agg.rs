@@ -25,10 +25,11 @@ type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 const DENSE: u64 = 1 << 20;
 const ABSENT: u32 = u32::MAX;
 
-/// The rows of a granule an operator sees: all of them, or a selection.
+/// The rows of a granule an operator sees: a contiguous run `a..b` (all of
+/// them, or those a range predicate on the sort key passes), or a selection.
 #[derive(Clone, Copy)]
 pub(super) enum Rows<'a> {
-    All(usize),
+    Span(usize, usize),
     Sel(&'a [u32]),
 }
 
@@ -36,14 +37,14 @@ impl<'a> Rows<'a> {
     /// The row indices, in order.
     pub fn indices(self) -> impl Iterator<Item = usize> + 'a {
         (0..self.len()).map(move |j| match self {
-            Rows::All(_) => j,
+            Rows::Span(a, _) => a + j,
             Rows::Sel(s) => s[j] as usize,
         })
     }
 
     pub fn len(&self) -> usize {
         match self {
-            Rows::All(n) => *n,
+            Rows::Span(a, b) => b - a,
             Rows::Sel(s) => s.len(),
         }
     }
@@ -63,8 +64,8 @@ pub(super) enum Group<'a> {
 #[inline(always)]
 fn each(rows: Rows, group: Group, mut f: impl FnMut(usize, usize)) {
     match (rows, group) {
-        (Rows::All(n), Group::One(g)) => (0..n).for_each(|i| f(g, i)),
-        (Rows::All(n), Group::Many(ids)) => ids[..n].iter().enumerate().for_each(|(i, &g)| f(g as usize, i)),
+        (Rows::Span(a, b), Group::One(g)) => (a..b).for_each(|i| f(g, i)),
+        (Rows::Span(a, b), Group::Many(ids)) => ids[..b - a].iter().zip(a..).for_each(|(&g, i)| f(g as usize, i)),
         (Rows::Sel(s), Group::One(g)) => s.iter().for_each(|&i| f(g, i as usize)),
         (Rows::Sel(s), Group::Many(ids)) => s.iter().zip(ids).for_each(|(&i, &g)| f(g as usize, i as usize)),
     }
@@ -94,9 +95,9 @@ fn sum_f64(col: &ColumnData, rows: Rows) -> f64 {
         ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
     }
     match (col, rows) {
-        (ColumnData::F64(v), Rows::All(n)) => {
+        (ColumnData::F64(v), Rows::Span(a, b)) => {
             let mut acc = [0.0f64; 8];
-            let chunks = v[..n].chunks_exact(8);
+            let chunks = v[a..b].chunks_exact(8);
             let rest = lanes(chunks.remainder().iter().copied());
             for c in chunks {
                 for k in 0..8 {
@@ -122,17 +123,29 @@ fn ext_f64(v: &[f64], rows: Rows, max: bool) -> Option<f64> {
         b ^ ((((b >> 63) as u64) >> 1) as i64)
     };
     let best = match (rows, max) {
-        (Rows::All(n), true) => v[..n].iter().map(key).max(),
-        (Rows::All(n), false) => v[..n].iter().map(key).min(),
+        (Rows::Span(a, b), true) => v[a..b].iter().map(key).max(),
+        (Rows::Span(a, b), false) => v[a..b].iter().map(key).min(),
         (Rows::Sel(s), true) => s.iter().map(|&i| key(&v[i as usize])).max(),
         (Rows::Sel(s), false) => s.iter().map(|&i| key(&v[i as usize])).min(),
     };
     best.map(|k| f64::from_bits(key(&f64::from_bits(k as u64)) as u64))
 }
 
+/// The rows' least (or, `max`, greatest) value of an integer column; the
+/// run's first (last) value when the column is `sorted` over it.
+fn ext_ord<T: Ord + Copy>(v: &[T], rows: Rows, max: bool, sorted: bool) -> Option<T> {
+    match (rows, max) {
+        (Rows::Span(a, b), _) if sorted && a < b => Some(if max { v[b - 1] } else { v[a] }),
+        (Rows::Span(a, b), true) => v[a..b].iter().copied().max(),
+        (Rows::Span(a, b), false) => v[a..b].iter().copied().min(),
+        (Rows::Sel(s), true) => s.iter().map(|&i| v[i as usize]).max(),
+        (Rows::Sel(s), false) => s.iter().map(|&i| v[i as usize]).min(),
+    }
+}
+
 fn gather<T: Copy>(v: &[T], rows: Rows, out: &mut Vec<u64>, f: impl Fn(T) -> u64) {
     match rows {
-        Rows::All(n) => out.extend(v[..n].iter().map(|&x| f(x))),
+        Rows::Span(a, b) => out.extend(v[a..b].iter().map(|&x| f(x))),
         Rows::Sel(s) => out.extend(s.iter().map(|&i| f(v[i as usize]))),
     }
 }
@@ -178,7 +191,7 @@ fn column_keys(col: &ColumnData, rows: Rows, interner: &mut Interner, out: &mut 
             gather(keys, rows, out, |k| ids[k as usize] as u64)
         }
         ColumnData::Str(v) => match rows {
-            Rows::All(n) => out.extend(v[..n].iter().map(|s| interner.id(s) as u64)),
+            Rows::Span(a, b) => out.extend(v[a..b].iter().map(|s| interner.id(s) as u64)),
             Rows::Sel(s) => out.extend(s.iter().map(|&i| interner.id(&v[i as usize]) as u64)),
         },
     }
@@ -385,7 +398,7 @@ impl Acc {
         }
     }
 
-    fn update(&mut self, col: Option<&ColumnData>, rows: Rows, group: Group, uniq_keys: &[u64]) {
+    fn update(&mut self, col: Option<&ColumnData>, rows: Rows, group: Group, uniq_keys: &[u64], sorted: bool) {
         let col = || col.expect("the aggregate's column");
         fn ext<T: Copy>(slot: &mut Option<T>, x: T, max: bool, cmp: impl Fn(&T, &T) -> Ordering) {
             let want = if max { Ordering::Greater } else { Ordering::Less };
@@ -407,6 +420,22 @@ impl Acc {
                     if let ColumnData::F64(v) = col() {
                         if let Some(x) = ext_f64(v, rows, *max) {
                             ext(&mut e[g], x, *max, f64::total_cmp)
+                        }
+                    }
+                    return;
+                }
+                Acc::ExtU(e, max) => {
+                    if let ColumnData::U64(v) = col() {
+                        if let Some(x) = ext_ord(v, rows, *max, sorted) {
+                            ext(&mut e[g], x, *max, u64::cmp)
+                        }
+                    }
+                    return;
+                }
+                Acc::ExtI(e, max) => {
+                    if let ColumnData::I64(v) = col() {
+                        if let Some(x) = ext_ord(v, rows, *max, sorted) {
+                            ext(&mut e[g], x, *max, i64::cmp)
                         }
                     }
                     return;
@@ -555,7 +584,7 @@ impl Partial {
     }
 
     /// The group of each of `rows`: one for all, or ids in `self.gids`.
-    fn group_ids(&mut self, q: &Select, cols: &[ColumnData], rows: Rows) -> Batch {
+    fn group_ids(&mut self, q: &Select, cols: &[Arc<ColumnData>], rows: Rows) -> Batch {
         if q.group_by.is_empty() {
             return Batch::One(0);
         }
@@ -569,8 +598,9 @@ impl Partial {
         Batch::Many
     }
 
-    /// Aggregates one granule's passing rows.
-    pub fn push(&mut self, q: &Select, aggs: &[Agg], cols: &[ColumnData], rows: Rows) {
+    /// Aggregates one granule's passing rows; `sorted` names a column known
+    /// non-decreasing over them.
+    pub fn push(&mut self, q: &Select, aggs: &[Agg], cols: &[Arc<ColumnData>], rows: Rows, sorted: Option<usize>) {
         let group = match self.group_ids(q, cols, rows) {
             Batch::One(g) => Group::One(g),
             Batch::Many => Group::Many(&self.gids),
@@ -578,11 +608,11 @@ impl Partial {
         let n = self.groups.len();
         for (a, acc) in aggs.iter().zip(&mut self.accs) {
             acc.grow(n);
-            let col = a.column().map(|c| &cols[c]);
+            let col = a.column().map(|c| &*cols[c]);
             if let (Agg::UniqExact(c), Acc::Uniq(_)) = (a, &acc) {
                 column_keys(&cols[*c], rows, &mut self.interner, &mut self.uniq);
             }
-            acc.update(col, rows, group, &self.uniq);
+            acc.update(col, rows, group, &self.uniq, sorted.is_some() && a.column() == sorted);
         }
     }
 
@@ -658,7 +688,7 @@ impl Partial {
     pub fn lookup<'s>(
         &self,
         q: &Select,
-        cols: &[ColumnData],
+        cols: &[Arc<ColumnData>],
         rows: Rows,
         s: &'s mut LookupScratch,
     ) -> Option<Group<'s>> {

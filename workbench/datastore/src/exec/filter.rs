@@ -38,10 +38,10 @@ impl MaskPool {
 }
 
 /// Evaluates `p` on `n` rows into `out`.
-pub(super) fn eval(p: &Pred, cols: &[ColumnData], n: usize, out: &mut Vec<bool>, pool: &mut MaskPool) {
+pub(super) fn eval(p: &Pred, cols: &[std::sync::Arc<ColumnData>], n: usize, out: &mut Vec<bool>, pool: &mut MaskPool) {
     out.clear();
     match p {
-        Pred::Cmp { col, op, lit } => match &cols[*col] {
+        Pred::Cmp { col, op, lit } => match &*cols[*col] {
             ColumnData::Dict { keys, dict } => {
                 // One comparison per dictionary entry, then a lookup per row.
                 let mut t = pool.take();
@@ -72,7 +72,7 @@ pub(super) fn eval(p: &Pred, cols: &[ColumnData], n: usize, out: &mut Vec<bool>,
             }
             c => out.extend((0..n).map(|i| op.test(cmp_lit(c, i, lit)))),
         },
-        Pred::In { col, list, negated } => match &cols[*col] {
+        Pred::In { col, list, negated } => match &*cols[*col] {
             ColumnData::Dict { keys, dict } => {
                 let mut t = pool.take();
                 t.clear();
@@ -98,6 +98,48 @@ pub(super) fn eval(p: &Pred, cols: &[ColumnData], n: usize, out: &mut Vec<bool>,
             out.iter_mut().for_each(|o| *o = !*o);
         }
     }
+}
+
+/// The rows of a granule that `p` passes, as one run `a..b`, when the sort
+/// order alone tells: `p` compares the part's first sort-key column (an
+/// integer, so non-decreasing down every granule of a part) with a literal
+/// of its type, or is a conjunction of such comparisons. Two binary
+/// searches instead of a comparison and a mask per row; `None` when `p`
+/// is of another shape (then [`eval`] decides row by row).
+pub(super) fn key_span(
+    p: &Pred,
+    schema: &Schema,
+    cols: &[std::sync::Arc<ColumnData>],
+    n: usize,
+) -> Option<(usize, usize)> {
+    match p {
+        Pred::Cmp { col, op, lit } if schema.order_by.first() == Some(col) => match (&*cols[*col], lit) {
+            (ColumnData::U64(v), Value::U(x)) => run_of(&v[..n], *x, *op),
+            (ColumnData::I64(v), Value::I(x)) => run_of(&v[..n], *x, *op),
+            _ => None,
+        },
+        Pred::And(a, b) => {
+            let (a0, a1) = key_span(a, schema, cols, n)?;
+            let (b0, b1) = key_span(b, schema, cols, n)?;
+            let (lo, hi) = (a0.max(b0), a1.min(b1));
+            Some((lo, hi.max(lo)))
+        }
+        _ => None,
+    }
+}
+
+/// Where `v[i] op x` holds in non-decreasing `v`: one run, or `None` for `!=`.
+fn run_of<T: Ord + Copy>(v: &[T], x: T, op: CmpOp) -> Option<(usize, usize)> {
+    let below = || v.partition_point(|&y| y < x);
+    let through = || v.partition_point(|&y| y <= x);
+    Some(match op {
+        CmpOp::Eq => (below(), through()),
+        CmpOp::Lt => (0, below()),
+        CmpOp::Le => (0, through()),
+        CmpOp::Gt => (through(), v.len()),
+        CmpOp::Ge => (below(), v.len()),
+        CmpOp::Ne => return None,
+    })
 }
 
 fn cmp_loop<T: Ord + Copy>(v: &[T], x: T, op: CmpOp, out: &mut Vec<bool>) {
@@ -197,10 +239,66 @@ mod tests {
     use super::*;
     use crate::sql::Pred;
 
+    /// Every operator and a conjunction, at literals below, inside (on
+    /// runs of equal keys) and above a sorted granule: the run found by
+    /// binary search is exactly the rows the row-by-row mask passes.
+    #[test]
+    fn key_runs_are_the_rows_the_mask_passes() {
+        use crate::part::ColumnDef;
+        let schema = Schema {
+            table: "t".into(),
+            columns: vec![
+                ColumnDef { name: "k".into(), ty: crate::types::ColumnType::UInt64, codec: crate::codec::Codec::Lz4 },
+                ColumnDef { name: "i".into(), ty: crate::types::ColumnType::Int64, codec: crate::codec::Codec::Lz4 },
+            ],
+            order_by: vec![0, 1],
+        };
+        let k: Vec<u64> = vec![2, 2, 3, 5, 5, 5, 8, 9, 9, 12];
+        let i: Vec<i64> = (0..10).map(|x| 4 - x).collect();
+        let cols = [std::sync::Arc::new(ColumnData::U64(k.clone())), std::sync::Arc::new(ColumnData::I64(i))];
+        let mut pool = MaskPool::default();
+        let ops = [CmpOp::Eq, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+        let mut checked = 0;
+        for n in [0, 1, 6, 10] {
+            for x in 0..14 {
+                for op in ops {
+                    for second in [None, Some((CmpOp::Lt, 9)), Some((CmpOp::Ge, 3))] {
+                        let one = Pred::Cmp { col: 0, op, lit: Value::U(x) };
+                        let p = match second {
+                            None => one,
+                            Some((op2, y)) => {
+                                Pred::And(Box::new(one), Box::new(Pred::Cmp { col: 0, op: op2, lit: Value::U(y) }))
+                            }
+                        };
+                        let (a, b) = key_span(&p, &schema, &cols, n).expect("a key range");
+                        let mut mask = Vec::new();
+                        eval(&p, &cols, n, &mut mask, &mut pool);
+                        let want: Vec<bool> = (0..n).map(|j| (a..b).contains(&j)).collect();
+                        assert_eq!(mask[..n], want[..], "{p:?} over {n} rows");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 4 * 14 * 5 * 3);
+        // Not on the first key column, `!=`, a mismatched literal, an OR: row by row.
+        for p in [
+            Pred::Cmp { col: 1, op: CmpOp::Gt, lit: Value::I(0) },
+            Pred::Cmp { col: 0, op: CmpOp::Ne, lit: Value::U(5) },
+            Pred::Cmp { col: 0, op: CmpOp::Gt, lit: Value::I(-1) },
+            Pred::Or(
+                Box::new(Pred::Cmp { col: 0, op: CmpOp::Lt, lit: Value::U(3) }),
+                Box::new(Pred::Cmp { col: 0, op: CmpOp::Gt, lit: Value::U(8) }),
+            ),
+        ] {
+            assert_eq!(key_span(&p, &schema, &cols, 10), None, "{p:?}");
+        }
+    }
+
     #[test]
     fn float_comparisons_follow_total_order() {
         let vals = [f64::NEG_INFINITY, -1.5, -0.0, 0.0, 0.5, 1.0, f64::INFINITY, f64::NAN];
-        let cols = [ColumnData::F64(vals.to_vec())];
+        let cols = [std::sync::Arc::new(ColumnData::F64(vals.to_vec()))];
         let mut pool = MaskPool::default();
         for lit in [-1.5, -0.0, 0.0, 0.5, f64::NAN] {
             for op in [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge] {

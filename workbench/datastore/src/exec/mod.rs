@@ -39,7 +39,7 @@ use crate::table::Table;
 use crate::types::{ColumnData, ColumnType, Value};
 use agg::{Partial, Rows};
 pub use filter::prune;
-use filter::{eval, MaskPool};
+use filter::{eval, key_span, MaskPool};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
@@ -162,6 +162,11 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
 /// Scans smaller than this many granules run as one partition.
 const MIN_SPLIT: usize = 4;
 
+/// SMALL_SCAN = 8 granules (65,536 rows): scans this small read decoded
+/// granules through [`crate::cache`]; larger ones decode into their own
+/// buffers and leave the cache to the short queries it is for.
+const SMALL_SCAN: usize = 8;
+
 /// A scan's granules, as (part, granule) in part order.
 type Unit = (usize, usize);
 
@@ -233,7 +238,7 @@ impl<'a> Plan<'a> {
         let mut rows = if q.aggregate {
             self.aggregate(parts, &work, limits, &mut stats)?
         } else {
-            let mut r = Reader::new(self, &self.other_cols);
+            let mut r = Reader::new(self, &self.other_cols, work.len() <= SMALL_SCAN);
             let rows = if q.order_by.is_empty() {
                 // A plain LIMIT stops the scan as soon as it has its rows.
                 let limit = q.limit.map_or(usize::MAX, |l| l as usize);
@@ -282,12 +287,13 @@ impl<'a> Plan<'a> {
         stats: &mut Stats,
     ) -> Result<Vec<Vec<Value>>> {
         let (q, schema, aggs) = (self.q, self.schema, &self.aggs[..]);
+        let cached = work.len() <= SMALL_SCAN;
         let chunks = split(work);
         let want = if limits.threads == 0 { cpu::cores() } else { limits.threads };
         let lease = cpu::lease(want.min(chunks.len()));
         stats.threads = lease.threads();
         let partials = in_parallel(&chunks, lease.threads(), |chunk, stop| {
-            let mut r = Reader::new(self, &self.other_cols);
+            let mut r = Reader::new(self, &self.other_cols, cached);
             let mut p = Partial::new(q, aggs, schema);
             for &(pi, g) in chunk {
                 if stop.load(AtomicOrdering::Relaxed) {
@@ -295,7 +301,7 @@ impl<'a> Plan<'a> {
                 }
                 limits.check_time()?;
                 if r.read(&parts[pi], g)? {
-                    p.push(q, aggs, &r.cols, r.rows());
+                    p.push(q, aggs, &r.cols, r.rows(), r.sorted);
                     limits.check_rows(p.groups())?;
                 }
             }
@@ -317,7 +323,7 @@ impl<'a> Plan<'a> {
             cols.retain(|c| !self.filter_cols.contains(c));
             cols.dedup();
             let kept = in_parallel(&chunks, lease.threads(), |chunk, stop| {
-                let mut r = Reader::new(self, &cols);
+                let mut r = Reader::new(self, &cols, cached);
                 let mut look = total.lookup_scratch();
                 let mut kept: Vec<agg::Kept> = pending.iter().map(|p| p.start()).collect();
                 for &(pi, g) in chunk {
@@ -406,8 +412,24 @@ fn in_parallel<T: Send>(
     }
 }
 
+/// An empty column of type `t`, shared until written.
+fn empty(t: ColumnType) -> Arc<ColumnData> {
+    static EMPTY: std::sync::OnceLock<[Arc<ColumnData>; 4]> = std::sync::OnceLock::new();
+    let e = EMPTY.get_or_init(|| {
+        [ColumnType::UInt64, ColumnType::Int64, ColumnType::Float64, ColumnType::String]
+            .map(|t| Arc::new(ColumnData::empty_for(t)))
+    });
+    let i = match ColumnData::empty_for(t) {
+        ColumnData::U64(_) => 0,
+        ColumnData::I64(_) => 1,
+        ColumnData::F64(_) => 2,
+        _ => 3,
+    };
+    e[i].clone()
+}
+
 /// One output row of a plain (non-aggregate) SELECT.
-fn project(q: &Select, cols: &[ColumnData], i: usize) -> Vec<Value> {
+fn project(q: &Select, cols: &[Arc<ColumnData>], i: usize) -> Vec<Value> {
     q.items
         .iter()
         .map(|it| match it {
@@ -424,28 +446,37 @@ struct Reader<'p> {
     plan: &'p Plan<'p>,
     other: Vec<usize>,
     scratch: Scratch,
-    cols: Vec<ColumnData>,
+    /// Every column of the table, by index; those read hold this granule.
+    /// Shared with the cache in a small scan, owned (decoded into) otherwise.
+    cols: Vec<Arc<ColumnData>>,
+    cached: bool,
     mask: Vec<bool>,
     pool: MaskPool,
     sel: Vec<u32>,
     n: usize,
-    all: bool,
+    /// The passing rows when they are one run `a..b`; else those in `sel`.
+    span: Option<(usize, usize)>,
+    /// A column known non-decreasing over `span` (the first sort key, when
+    /// the run came from [`key_span`]), whose min and max are its ends.
+    sorted: Option<usize>,
     stats: Stats,
 }
 
 impl<'p> Reader<'p> {
-    fn new(plan: &'p Plan<'p>, other: &[usize]) -> Self {
-        let cols = plan.schema.columns.iter().map(|c| ColumnData::empty_for(c.ty)).collect();
+    fn new(plan: &'p Plan<'p>, other: &[usize], cached: bool) -> Self {
+        let cols = plan.schema.columns.iter().map(|c| empty(c.ty)).collect();
         Reader {
             plan,
             other: other.to_vec(),
             scratch: Scratch::default(),
             cols,
+            cached,
             mask: Vec::new(),
             pool: MaskPool::default(),
             sel: Vec::new(),
             n: 0,
-            all: true,
+            span: None,
+            sorted: None,
             stats: Stats::default(),
         }
     }
@@ -454,39 +485,72 @@ impl<'p> Reader<'p> {
     fn read(&mut self, part: &Part, g: usize) -> Result<bool> {
         self.stats.granules_read += 1;
         for &c in &self.plan.filter_cols {
-            part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+            self.load(part, c, g)?;
         }
         let n = part.meta.rows.min(((g + 1) * crate::part::GRANULE) as u64) as usize - g * crate::part::GRANULE;
         self.n = n;
         self.stats.rows_scanned += n as u64;
-        self.all = true;
+        self.span = Some((0, n));
+        self.sorted = None;
         if let Some(p) = &self.plan.q.filter {
-            eval(p, &self.cols, n, &mut self.mask, &mut self.pool);
-            // PERF: branch-free: every index is written, the count advances
-            // only for passing rows.
-            self.sel.resize(n, 0);
-            let mut k = 0;
-            for (i, &m) in self.mask.iter().enumerate() {
-                self.sel[k] = i as u32;
-                k += m as usize;
+            if let Some((a, b)) = key_span(p, self.plan.schema, &self.cols, n) {
+                if a == b {
+                    return Ok(false);
+                }
+                self.span = Some((a, b));
+                self.sorted = self.plan.schema.order_by.first().copied();
+                return self.load_others(part, g);
             }
-            self.sel.truncate(k);
+            eval(p, &self.cols, n, &mut self.mask, &mut self.pool);
+            // PERF: a range predicate on the sort key passes one contiguous
+            // run; found by three vectorised scans, it is a slice to the
+            // operators, with no index list to build or gather through.
+            let k = self.mask.iter().map(|&m| m as usize).sum::<usize>();
             if k == 0 {
                 return Ok(false);
             }
-            self.all = k == n;
+            let first = self.mask.iter().position(|&m| m).expect("k > 0");
+            let last = self.mask.iter().rposition(|&m| m).expect("k > 0");
+            if last + 1 - first == k {
+                self.span = Some((first, last + 1));
+            } else {
+                self.span = None;
+                // PERF: branch-free: every index is written, the count
+                // advances only for passing rows.
+                self.sel.resize(n, 0);
+                let mut j = 0;
+                for (i, &m) in self.mask.iter().enumerate() {
+                    self.sel[j] = i as u32;
+                    j += m as usize;
+                }
+                self.sel.truncate(j);
+            }
         }
-        for &c in &self.other {
-            part.read(c, g, &mut self.scratch, &mut self.cols[c])?;
+        self.load_others(part, g)
+    }
+
+    /// Reads the columns the filter did not need; `Ok(true)`.
+    fn load_others(&mut self, part: &Part, g: usize) -> Result<bool> {
+        for i in 0..self.other.len() {
+            self.load(part, self.other[i], g)?;
         }
         Ok(true)
     }
 
-    fn rows(&self) -> Rows<'_> {
-        if self.all {
-            Rows::All(self.n)
+    fn load(&mut self, part: &Part, c: usize, g: usize) -> Result<()> {
+        if self.cached {
+            self.cols[c] = part.read_cached(c, g, &mut self.scratch)?;
+            Ok(())
         } else {
-            Rows::Sel(&self.sel)
+            // Unique after the first granule, so decoding reuses the buffer.
+            part.read(c, g, &mut self.scratch, Arc::make_mut(&mut self.cols[c]))
+        }
+    }
+
+    fn rows(&self) -> Rows<'_> {
+        match self.span {
+            Some((a, b)) => Rows::Span(a, b),
+            None => Rows::Sel(&self.sel),
         }
     }
 }
