@@ -143,7 +143,7 @@ fn a_plan_is_not_used_for_another_schema() {
         order_by: vec![0],
     });
     let changed = |_: &str| Ok(other.clone());
-    let e = c.parse_with(step, &changed, &[("$prev", Value::U(1))]).err().expect("k is a string now");
+    let e = c.parse_with(step, &changed, &[("$prev", Value::U(1))]).expect_err("k is a string now");
     assert!(e.to_string().contains("is a string"), "{e}");
     assert!(c.parse_with(step, &same, &[("$prev", Value::U(1))]).is_ok());
 }

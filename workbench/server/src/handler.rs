@@ -76,14 +76,21 @@ impl Handler {
                 Err(e) => answer(status_of(&e), e.to_string()),
             };
         }
-        let params: Vec<(&str, Value)> = prev.into_iter().map(|v| ("$prev", v)).collect();
+        let bound;
+        let params: &[(&str, Value)] = match prev {
+            Some(v) => {
+                bound = [("$prev", v)];
+                &bound
+            }
+            None => &[],
+        };
         let limits = Limits {
             deadline: Some(Instant::now() + self.cfg.query_timeout),
             deadline_ms: self.cfg.query_timeout.as_millis() as u64,
             max_rows: Some(self.cfg.max_result_rows),
             threads: self.cfg.query_threads,
         };
-        match self.db.select(sql, &params, &limits) {
+        match self.db.select(sql, params, &limits) {
             Ok((r, _)) => self.encode(&r, s),
             Err(e) => answer(status_of(&e), e.to_string()),
         }
