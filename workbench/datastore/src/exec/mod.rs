@@ -506,16 +506,13 @@ impl<'p> Reader<'p> {
                 return self.load_others(part, g);
             }
             eval(p, &self.cols, n, &mut self.mask, &mut self.pool);
-            // PERF: a range predicate on the sort key passes one contiguous
-            // run; found by three vectorised scans, it is a slice to the
-            // operators, with no index list to build or gather through.
-            let k = self.mask.iter().map(|&m| m as usize).sum::<usize>();
-            if k == 0 {
-                return Ok(false);
-            }
-            let first = self.mask.iter().position(|&m| m).expect("k > 0");
-            let last = self.mask.iter().rposition(|&m| m).expect("k > 0");
-            if last + 1 - first == k {
+            // PERF: a range predicate passes one contiguous run, which the
+            // operators take as a slice, with no index list to build or
+            // gather through; a scattered mask fails the test within a few
+            // rows of its first passing one.
+            let Some(first) = self.mask.iter().position(|&m| m) else { return Ok(false) };
+            let last = self.mask.iter().rposition(|&m| m).expect("one row passes");
+            if self.mask[first..=last].iter().all(|&m| m) {
                 self.span = Some((first, last + 1));
             } else {
                 self.span = None;
