@@ -245,7 +245,7 @@ impl Prepared {
 /// SELECT its plan, so that a statement sent again (a client's prepared
 /// query, every step of a pipelined chain, whose text is the same with
 /// `$prev` bound anew) is neither parsed nor planned again, only bound
-/// ([`Prepared::bind`]). Parsing once took the chain's one-granule step in
+/// (`Prepared::bind`). Parsing once took the chain's one-granule step in
 /// the engine from 10.0 to 4.7 µs; planning once, a further 0.6 µs. A plan
 /// is kept for the schema it was made against and made again when the
 /// table's schema object changes. Bounded in entries and text length; when

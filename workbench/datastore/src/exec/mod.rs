@@ -6,7 +6,12 @@
 //! search on the first key column, then an exclusion test per granule on
 //! the key columns whose prefix is constant inside it); each surviving
 //! granule's filter columns are read and evaluated into a mask, and only if
-//! some row passes are the other columns read.
+//! some row passes are the other columns read. A comparison on an integer
+//! first sort key (or a conjunction of them) needs no mask: the key is
+//! non-decreasing down a part, so each granule's passing rows are one run,
+//! found by binary search, and min/max of the key over it are its ends.
+//! Scans of at most `SMALL_SCAN` (8) granules read decoded granules through
+//! [`crate::cache`] instead of reading and decoding blocks.
 //!
 //! Aggregating queries split the surviving granules into a fixed number of
 //! contiguous partitions (one per core, fewer for small scans), each
@@ -16,7 +21,8 @@
 //! on the grant, a query's answer — float sums included — is the same
 //! whether it ran on one thread or several.
 //!
-//! Memory: one granule of the columns read per thread, the group states
+//! Memory: one granule of the columns read per thread (plus the shared,
+//! bounded granule cache for small scans), the group states
 //! (one slot per group and aggregate), and for `quantile` at most 256 KiB
 //! per group ([`quantile`]: exact, by radix selection over extra passes);
 //! a plain `ORDER BY … LIMIT k` keeps a heap of k rows.
