@@ -11,7 +11,10 @@ use datastore::{Batch, ColumnData, Db, Value};
 const PARTS: u64 = 3;
 const ROWS: u64 = 20_000;
 
-fn db(tag: &str) -> (Db, Vec<(u64, i64)>, Vec<(i64, u64)>) {
+/// (k, v) of every row inserted, widened so both tables compare alike.
+type Pairs = Vec<(i128, i128)>;
+
+fn db(tag: &str) -> (Db, Pairs, Pairs) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datastore-key-runs-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
@@ -22,12 +25,12 @@ fn db(tag: &str) -> (Db, Vec<(u64, i64)>, Vec<(i64, u64)>) {
         // Keys repeat (about two rows a key), and every part spans the range.
         let keys: Vec<u64> = (0..ROWS).map(|i| (i * 7919 + p * 13) % 30_000).collect();
         let vals: Vec<i64> = (0..ROWS).map(|i| i as i64 - 10_000 + p as i64).collect();
-        ku.extend(keys.iter().copied().zip(vals.iter().copied()));
+        ku.extend(keys.iter().zip(&vals).map(|(&k, &v)| (k as i128, v as i128)));
         let batch = Batch { columns: vec![ColumnData::U64(keys.clone()), ColumnData::I64(vals.clone())] };
         db.table("ku").unwrap().insert(&batch).unwrap();
         let ikeys: Vec<i64> = keys.iter().map(|&k| k as i64 - 15_000).collect();
         let ivals: Vec<u64> = vals.iter().map(|&v| (v + 20_000) as u64).collect();
-        ki.extend(ikeys.iter().copied().zip(ivals.iter().copied()));
+        ki.extend(ikeys.iter().zip(&ivals).map(|(&k, &v)| (k as i128, v as i128)));
         let batch = Batch { columns: vec![ColumnData::I64(ikeys), ColumnData::U64(ivals)] };
         db.table("ki").unwrap().insert(&batch).unwrap();
     }
@@ -91,8 +94,6 @@ fn check(db: &Db, table: &str, rows: &[(i128, i128)], lo: i128, hi: i128) -> usi
 #[test]
 fn key_comparisons_match_a_brute_force_scan() {
     let (db, ku, ki) = db("all");
-    let ku: Vec<(i128, i128)> = ku.iter().map(|&(k, v)| (k as i128, v as i128)).collect();
-    let ki: Vec<(i128, i128)> = ki.iter().map(|&(k, v)| (k as i128, v as i128)).collect();
     assert_eq!(db.table("ku").unwrap().snapshot().len() as u64, PARTS, "one part per insert (no merger here)");
     let n = check(&db, "ku", &ku, 0, 29_999) + check(&db, "ki", &ki, -15_000, 14_999);
     assert_eq!(n, 2 * 9 * 8);
