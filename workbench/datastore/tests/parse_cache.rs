@@ -35,16 +35,17 @@ fn a_repeated_statement_is_bound_anew_each_time() {
     assert!(db.select(step, &[("$prev", Value::S("x".into()))], &limits()).is_err());
 }
 
-fn schema_of(_: &str) -> datastore::Result<std::sync::Arc<datastore::part::Schema>> {
-    Ok(std::sync::Arc::new(datastore::part::Schema {
+/// Table `chain` with its one column `k` of type `ty`.
+fn chain_schema(ty: datastore::ColumnType) -> std::sync::Arc<datastore::part::Schema> {
+    std::sync::Arc::new(datastore::part::Schema {
         table: "chain".into(),
-        columns: vec![datastore::part::ColumnDef {
-            name: "k".into(),
-            ty: datastore::ColumnType::UInt64,
-            codec: datastore::codec::Codec::Lz4,
-        }],
+        columns: vec![datastore::part::ColumnDef { name: "k".into(), ty, codec: datastore::codec::Codec::Lz4 }],
         order_by: vec![0],
-    }))
+    })
+}
+
+fn schema_of(_: &str) -> datastore::Result<std::sync::Arc<datastore::part::Schema>> {
+    Ok(chain_schema(datastore::ColumnType::UInt64))
 }
 
 #[test]
@@ -133,15 +134,7 @@ fn a_plan_is_not_used_for_another_schema() {
     let same = |_: &str| Ok(schema.clone());
     let step = "SELECT min(k) FROM chain WHERE k > $prev";
     c.parse_with(step, &same, &[("$prev", Value::U(1))]).unwrap();
-    let other = std::sync::Arc::new(datastore::part::Schema {
-        table: "chain".into(),
-        columns: vec![datastore::part::ColumnDef {
-            name: "k".into(),
-            ty: datastore::ColumnType::String,
-            codec: datastore::codec::Codec::Lz4,
-        }],
-        order_by: vec![0],
-    });
+    let other = chain_schema(datastore::ColumnType::String);
     let changed = |_: &str| Ok(other.clone());
     let e = c.parse_with(step, &changed, &[("$prev", Value::U(1))]).expect_err("k is a string now");
     assert!(e.to_string().contains("is a string"), "{e}");
