@@ -5,7 +5,8 @@
 //! A scan of a few granules (a point or range lookup on the sort key, every
 //! step of a dependent chain) spends most of its time reading and decoding
 //! blocks it read a moment ago: in the pipelined chain's step, `pread` and
-//! the Delta + LZ4 decode were 2.7 of 7.1 µs. Parts are immutable, so a
+//! the Delta + LZ4 decode were a third of the samples (perf, 7.1 µs a
+//! step). Parts are immutable, so a
 //! decoded granule never goes stale; it is keyed by the part's process-wide
 //! id, and a part's entries go when the part is dropped (after a merge).
 //!
@@ -48,7 +49,7 @@ struct Inner {
     bytes: usize,
 }
 
-/// What a cache holds and has done, for tests and `stats`.
+/// What a cache holds now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
     pub entries: usize,

@@ -164,7 +164,7 @@ pub fn parse(sql: &str, schema_of: SchemaOf<'_>) -> Result<Statement> {
 
 /// Parses one statement with `$name` placeholders bound to `params`.
 pub fn parse_with(sql: &str, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result<Statement> {
-    plan(&parse_one(sql)?, schema_of, params).map(|(s, _)| s)
+    plan(&parse_one(sql)?, schema_of, params).map(Planned::into_statement)
 }
 
 /// The syntax tree of exactly one statement.
@@ -176,16 +176,30 @@ fn parse_one(sql: &str) -> Result<ast::Statement> {
     Ok(stmts.remove(0))
 }
 
-/// The plan of a parsed statement, `$name` placeholders bound to `params`;
-/// for a SELECT, also the plan kept for binding anew ([`Prepared`]).
-fn plan(stmt: &ast::Statement, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result<(Statement, Option<Prepared>)> {
+/// A planned statement; a SELECT with where its placeholders stood, so
+/// that [`ParseCache`] can keep it for binding anew.
+enum Planned {
+    Select(Prepared),
+    Create(Schema),
+}
+
+impl Planned {
+    fn into_statement(self) -> Statement {
+        match self {
+            Planned::Select(p) => Statement::Select(p.select),
+            Planned::Create(s) => Statement::Create(s),
+        }
+    }
+}
+
+/// The plan of a parsed statement, `$name` placeholders bound to `params`.
+fn plan(stmt: &ast::Statement, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result<Planned> {
     match stmt {
         ast::Statement::Query(q) => {
             let (select, schema, slots) = select(q, schema_of, params)?;
-            let prepared = Prepared { schema, select: select.clone(), slots };
-            Ok((Statement::Select(select), Some(prepared)))
+            Ok(Planned::Select(Prepared { schema, select, slots }))
         }
-        ast::Statement::CreateTable(c) => Ok((Statement::Create(create(c)?), None)),
+        ast::Statement::CreateTable(c) => Ok(Planned::Create(create(c)?)),
         other => Err(unsupported("statement (only SELECT and CREATE TABLE)", other)),
     }
 }
@@ -246,7 +260,9 @@ impl Prepared {
 /// query, every step of a pipelined chain, whose text is the same with
 /// `$prev` bound anew) is neither parsed nor planned again, only bound
 /// (`Prepared::bind`). Parsing once took the chain's one-granule step in
-/// the engine from 10.0 to 4.7 µs; planning once, a further 0.6 µs. A plan
+/// the engine from 10.0 to 4.7 µs; planning once (with binding's integer
+/// shortcut in `Ctx::literal`) took it from 12.7k to 10.3k instructions
+/// (callgrind, `examples/chain_step`). A plan
 /// is kept for the schema it was made against and made again when the
 /// table's schema object changes. Bounded in entries and text length; when
 /// full it starts over, so a stream of distinct texts costs a parse each,
@@ -286,12 +302,15 @@ impl ParseCache {
             Some(h) => h.tree,
             None => Arc::new(parse_one(sql)?),
         };
-        let (stmt, plan) = plan(&tree, schema_of, params)?;
+        let (stmt, plan) = match plan(&tree, schema_of, params)? {
+            Planned::Select(p) => (Statement::Select(p.select.clone()), Some(Arc::new(p))),
+            create => (create.into_statement(), None),
+        };
         if let Ok(mut trees) = self.trees.lock() {
             if trees.len() >= Self::ENTRIES && !trees.contains_key(sql) {
                 trees.clear();
             }
-            trees.insert(sql.to_string(), Cached { tree, plan: plan.map(Arc::new) });
+            trees.insert(sql.to_string(), Cached { tree, plan });
         }
         Ok(stmt)
     }

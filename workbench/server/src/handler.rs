@@ -76,14 +76,8 @@ impl Handler {
                 Err(e) => answer(status_of(&e), e.to_string()),
             };
         }
-        let bound;
-        let params: &[(&str, Value)] = match prev {
-            Some(v) => {
-                bound = [("$prev", v)];
-                &bound
-            }
-            None => &[],
-        };
+        let bound = prev.map(|v| [("$prev", v)]);
+        let params: &[(&str, Value)] = bound.as_ref().map_or(&[], |b| b);
         let limits = Limits {
             deadline: Some(Instant::now() + self.cfg.query_timeout),
             deadline_ms: self.cfg.query_timeout.as_millis() as u64,

@@ -241,10 +241,11 @@ impl<'a> Plan<'a> {
             .enumerate()
             .flat_map(|(i, p)| prune(q.filter.as_ref(), self.schema, p).into_iter().map(move |g| (i, g)))
             .collect();
+        let cached = work.len() <= SMALL_SCAN;
         let mut rows = if q.aggregate {
-            self.aggregate(parts, &work, limits, &mut stats)?
+            self.aggregate(parts, &work, cached, limits, &mut stats)?
         } else {
-            let mut r = Reader::new(self, &self.other_cols, work.len() <= SMALL_SCAN);
+            let mut r = Reader::new(self, &self.other_cols, cached);
             let rows = if q.order_by.is_empty() {
                 // A plain LIMIT stops the scan as soon as it has its rows.
                 let limit = q.limit.map_or(usize::MAX, |l| l as usize);
@@ -289,11 +290,11 @@ impl<'a> Plan<'a> {
         &self,
         parts: &[Arc<Part>],
         work: &[Unit],
+        cached: bool,
         limits: &Limits,
         stats: &mut Stats,
     ) -> Result<Vec<Vec<Value>>> {
         let (q, schema, aggs) = (self.q, self.schema, &self.aggs[..]);
-        let cached = work.len() <= SMALL_SCAN;
         let chunks = split(work);
         let want = if limits.threads == 0 { cpu::cores() } else { limits.threads };
         let lease = cpu::lease(want.min(chunks.len()));
