@@ -44,7 +44,7 @@ pub struct GranuleCache {
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<Key, Entry>,
+    map: HashMap<Key, Entry, foldhash::fast::RandomState>,
     order: VecDeque<Key>,
     bytes: usize,
 }

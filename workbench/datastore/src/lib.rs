@@ -120,13 +120,24 @@ impl Db {
     /// Runs one SELECT with `$name` placeholders bound to `params`, under
     /// `limits`: the engine API a server calls.
     pub fn select(&self, sql: &str, params: sql::Params<'_>, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
-        let schema_of = |name: &str| -> Result<Arc<part::Schema>> { Ok(self.table(name)?.schema.clone()) };
-        match self.parsed.parse_with(sql, &schema_of, params)? {
-            sql::Statement::Select(q) => {
-                let t = self.table(&q.table)?;
-                exec::Plan::new(&t.schema, &q).execute(&t.snapshot(), limits)
+        // The table the cache checks the plan's schema against is the one it runs on.
+        let looked_up: std::cell::RefCell<Option<Arc<Table>>> = Default::default();
+        let schema_of = |name: &str| -> Result<Arc<part::Schema>> {
+            let t = self.table(name)?;
+            let schema = t.schema.clone();
+            *looked_up.borrow_mut() = Some(t);
+            Ok(schema)
+        };
+        match self.parsed.bind(sql, &schema_of, params)? {
+            sql::BoundStatement::Select(b) => {
+                let q = b.select();
+                let t = match looked_up.take() {
+                    Some(t) if t.schema.table == q.table => t,
+                    _ => self.table(&q.table)?,
+                };
+                exec::Plan::prepared(&t.schema, q, b.shape(), b.filter()).execute(&t.snapshot(), limits)
             }
-            sql::Statement::Create(s) => {
+            sql::BoundStatement::Create(s) => {
                 Err(Error::Table { table: s.table, what: "CREATE TABLE is not a query; use execute".into() })
             }
         }

@@ -162,7 +162,7 @@ fn parts(data: &Path) -> Result<()> {
     println!("table\tpart\trows\tmarks\tcompressed\tuncompressed\tindex_in_memory");
     for name in db.table_names()? {
         let t = db.table(&name)?;
-        for p in t.snapshot() {
+        for p in t.snapshot().iter() {
             let comp: u64 = p.meta.columns.iter().map(|c| c.compressed).sum();
             let raw: u64 = p.meta.columns.iter().map(|c| c.uncompressed).sum();
             println!(

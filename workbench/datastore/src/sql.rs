@@ -11,6 +11,7 @@
 
 use crate::codec::Codec;
 use crate::error::{Error, Result};
+use crate::exec::Shape;
 use crate::part::{ColumnDef, Schema};
 use crate::types::{ColumnType, Value};
 use sqlparser::ast::{self, Expr, Spanned};
@@ -179,14 +180,14 @@ fn parse_one(sql: &str) -> Result<ast::Statement> {
 /// A planned statement; a SELECT with where its placeholders stood, so
 /// that [`ParseCache`] can keep it for binding anew.
 enum Planned {
-    Select(Prepared),
+    Select(Arc<Prepared>),
     Create(Schema),
 }
 
 impl Planned {
     fn into_statement(self) -> Statement {
         match self {
-            Planned::Select(p) => Statement::Select(p.select),
+            Planned::Select(p) => Statement::Select(Arc::try_unwrap(p).map_or_else(|p| p.select.clone(), |p| p.select)),
             Planned::Create(s) => Statement::Create(s),
         }
     }
@@ -197,7 +198,8 @@ fn plan(stmt: &ast::Statement, schema_of: SchemaOf<'_>, params: Params<'_>) -> R
     match stmt {
         ast::Statement::Query(q) => {
             let (select, schema, slots) = select(q, schema_of, params)?;
-            Ok(Planned::Select(Prepared { schema, select, slots }))
+            let shape = Shape::new(&schema, &select);
+            Ok(Planned::Select(Arc::new(Prepared { schema, select, slots, shape })))
         }
         ast::Statement::CreateTable(c) => Ok(Planned::Create(create(c)?)),
         other => Err(unsupported("statement (only SELECT and CREATE TABLE)", other)),
@@ -228,31 +230,79 @@ struct Prepared {
     schema: Arc<Schema>,
     select: Select,
     slots: Vec<Slot>,
+    shape: Shape,
 }
 
 impl Prepared {
-    fn bind(&self, params: Params<'_>) -> Result<Select> {
-        let mut s = self.select.clone();
-        if self.slots.is_empty() {
-            return Ok(s);
-        }
+    /// The WHERE with the placeholders' values in their slots.
+    fn bind(&self, params: Params<'_>) -> Result<Filter> {
+        let Some(mut f) = self.select.filter.clone().filter(|_| !self.slots.is_empty()) else {
+            return Ok(Filter::Kept);
+        };
         let ctx = Ctx::binding(&self.schema, params);
-        let mut values = Vec::with_capacity(self.slots.len());
-        for slot in &self.slots {
-            values.push(ctx.literal(&slot.expr, slot.col)?);
-        }
-        let (mut values, mut slots) = (values.into_iter(), self.slots.iter().peekable());
+        // PERF: one placeholder (a chain's `$prev`) binds with no vector of values.
+        let first = ctx.literal(&self.slots[0].expr, self.slots[0].col)?;
+        let rest: Vec<Value> = self.slots[1..].iter().map(|s| ctx.literal(&s.expr, s.col)).collect::<Result<_>>()?;
+        let (mut values, mut slots) = (std::iter::once(first).chain(rest), self.slots.iter().peekable());
         let mut ordinal = 0;
-        if let Some(f) = &mut s.filter {
-            f.literals_mut(&mut |lit| {
-                if slots.next_if(|s| s.ordinal == ordinal).is_some() {
-                    *lit = values.next().expect("a value per slot");
-                }
-                ordinal += 1;
-            });
-        }
-        Ok(s)
+        f.literals_mut(&mut |lit| {
+            if slots.next_if(|s| s.ordinal == ordinal).is_some() {
+                *lit = values.next().expect("a value per slot");
+            }
+            ordinal += 1;
+        });
+        Ok(Filter::Bound(f))
     }
+}
+
+/// A bound statement's WHERE: the prepared one (no placeholders) or a copy
+/// with the parameters' values.
+#[derive(Debug)]
+enum Filter {
+    Kept,
+    Bound(Pred),
+}
+
+/// A SELECT bound to its parameters, ready for [`crate::exec::Plan::prepared`]:
+/// the prepared statement (shared with [`ParseCache`]) and its bound WHERE.
+#[derive(Debug)]
+pub struct Bound {
+    prepared: Arc<Prepared>,
+    filter: Filter,
+}
+
+impl Bound {
+    /// The statement as planned (its `filter` holds the planning-time literals).
+    pub fn select(&self) -> &Select {
+        &self.prepared.select
+    }
+
+    /// The WHERE with this call's values.
+    pub fn filter(&self) -> Option<&Pred> {
+        match &self.filter {
+            Filter::Kept => self.prepared.select.filter.as_ref(),
+            Filter::Bound(p) => Some(p),
+        }
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.prepared.shape
+    }
+
+    /// The bound statement as a plain [`Select`].
+    pub fn into_select(self) -> Select {
+        let mut s = self.prepared.select.clone();
+        if let Filter::Bound(p) = self.filter {
+            s.filter = Some(p);
+        }
+        s
+    }
+}
+
+/// A statement from [`ParseCache::bind`].
+pub enum BoundStatement {
+    Create(Schema),
+    Select(Bound),
 }
 
 /// Recently run statements by their text: the syntax tree, and for a
@@ -289,13 +339,19 @@ impl ParseCache {
 
     /// Parses `sql` (or takes its tree and plan from the cache) and binds it to `params`.
     pub fn parse_with(&self, sql: &str, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result<Statement> {
-        if sql.len() > Self::MAX_TEXT {
-            return parse_with(sql, schema_of, params);
-        }
-        let hit = self.trees.lock().ok().and_then(|t| t.get(sql).cloned());
+        Ok(match self.bind(sql, schema_of, params)? {
+            BoundStatement::Select(b) => Statement::Select(b.into_select()),
+            BoundStatement::Create(s) => Statement::Create(s),
+        })
+    }
+
+    /// [`ParseCache::parse_with`], a SELECT left as its prepared plan and bound WHERE.
+    pub fn bind(&self, sql: &str, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result<BoundStatement> {
+        let hit =
+            if sql.len() > Self::MAX_TEXT { None } else { self.trees.lock().ok().and_then(|t| t.get(sql).cloned()) };
         if let Some(p) = hit.as_ref().and_then(|h| h.plan.as_ref()) {
             if schema_of(&p.select.table).is_ok_and(|s| Arc::ptr_eq(&s, &p.schema)) {
-                return p.bind(params).map(Statement::Select);
+                return Ok(BoundStatement::Select(Bound { filter: p.bind(params)?, prepared: p.clone() }));
             }
         }
         let tree = match hit {
@@ -303,14 +359,18 @@ impl ParseCache {
             None => Arc::new(parse_one(sql)?),
         };
         let (stmt, plan) = match plan(&tree, schema_of, params)? {
-            Planned::Select(p) => (Statement::Select(p.select.clone()), Some(Arc::new(p))),
-            create => (create.into_statement(), None),
-        };
-        if let Ok(mut trees) = self.trees.lock() {
-            if trees.len() >= Self::ENTRIES && !trees.contains_key(sql) {
-                trees.clear();
+            Planned::Select(p) => {
+                (BoundStatement::Select(Bound { prepared: p.clone(), filter: Filter::Kept }), Some(p))
             }
-            trees.insert(sql.to_string(), Cached { tree, plan });
+            Planned::Create(s) => (BoundStatement::Create(s), None),
+        };
+        if sql.len() <= Self::MAX_TEXT {
+            if let Ok(mut trees) = self.trees.lock() {
+                if trees.len() >= Self::ENTRIES && !trees.contains_key(sql) {
+                    trees.clear();
+                }
+                trees.insert(sql.to_string(), Cached { tree, plan });
+            }
         }
         Ok(stmt)
     }

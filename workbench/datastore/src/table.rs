@@ -23,7 +23,8 @@ pub const MAX_MERGE: usize = 10;
 pub struct Table {
     pub schema: Arc<Schema>,
     pub dir: PathBuf,
-    parts: RwLock<Vec<Arc<Part>>>,
+    /// Replaced whole on a change, so a query's snapshot is one `Arc` clone.
+    parts: RwLock<Arc<Vec<Arc<Part>>>>,
     next_block: Mutex<u64>,
     /// One merge at a time per table.
     merging: Mutex<()>,
@@ -85,11 +86,17 @@ impl Table {
         }
         parts.sort_by_key(|p| p.meta.min_block);
         let next = parts.iter().map(|p| p.meta.max_block + 1).max().unwrap_or(1);
-        Ok(Table { schema, dir, parts: RwLock::new(parts), next_block: Mutex::new(next), merging: Mutex::new(()) })
+        Ok(Table {
+            schema,
+            dir,
+            parts: RwLock::new(Arc::new(parts)),
+            next_block: Mutex::new(next),
+            merging: Mutex::new(()),
+        })
     }
 
     /// The parts a query reads: a consistent set, kept alive while held.
-    pub fn snapshot(&self) -> Vec<Arc<Part>> {
+    pub fn snapshot(&self) -> Arc<Vec<Arc<Part>>> {
         self.parts.read().expect("parts lock").clone()
     }
 
@@ -151,7 +158,8 @@ impl Table {
         }
         let Some(meta) = w.finish()? else { return Ok(None) };
         let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
-        let mut parts = self.parts.write().expect("parts lock");
+        let mut guard = self.parts.write().expect("parts lock");
+        let parts = Arc::make_mut(&mut guard);
         parts.push(part);
         parts.sort_by_key(|p| p.meta.min_block);
         Ok(Some(meta))
@@ -208,7 +216,8 @@ impl Table {
         let Some(meta) = w.finish()? else { return Ok(None) };
         let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
         {
-            let mut parts = self.parts.write().expect("parts lock");
+            let mut guard = self.parts.write().expect("parts lock");
+            let parts = Arc::make_mut(&mut guard);
             parts.retain(|p| !inputs.iter().any(|i| Arc::ptr_eq(i, p)));
             parts.push(part);
             parts.sort_by_key(|p| p.meta.min_block);

@@ -4,7 +4,7 @@ use crate::limits::Config;
 use crate::pool::{Answer, Prev, Work};
 use crate::protocol::{self, ColumnsView, ColumnsWriter};
 use datastore::table::Merger;
-use datastore::{Db, Error, Limits, Output, Value};
+use datastore::{ColumnType, Db, Error, Limits, Output, Value};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
@@ -51,24 +51,36 @@ impl Handler {
             Work::Insert { msg } => vec![guarded(|| self.insert(&msg, s))],
             Work::Queries(calls) => {
                 let mut out: Vec<Answer> = Vec::with_capacity(calls.len());
+                // Each answer's first value when it is a 64-bit integer (the
+                // value its body decodes to), so `$prev` skips the decode.
+                let mut firsts: Vec<Option<Value>> = Vec::with_capacity(calls.len());
                 for c in calls {
                     let prev = match c.prev {
                         Prev::None => Ok(None),
                         Prev::Value(v) => Ok(Some(v)),
-                        Prev::Earlier { index, promise } => bind(&out[index], promise),
+                        Prev::Earlier { index, promise } => match &firsts[index] {
+                            Some(v) => Ok(Some(v.clone())),
+                            None => bind(&out[index], promise),
+                        },
                     };
-                    let a = match prev {
-                        Ok(prev) => guarded(|| self.query(&c.sql, prev, s)),
-                        Err(a) => a,
+                    let (a, first) = match prev {
+                        Ok(prev) => {
+                            let mut first = None;
+                            (guarded(|| self.query(&c.sql, prev, s, &mut first)), first)
+                        }
+                        Err(a) => (a, None),
                     };
                     out.push(a);
+                    firsts.push(first);
                 }
                 out
             }
         }
     }
 
-    fn query(&self, sql: &str, prev: Option<Value>, s: &mut Scratch) -> Answer {
+    /// One query's answer; `first` gets its first value if that is a
+    /// UInt64 or Int64 (which travel exactly) and the answer is OK.
+    fn query(&self, sql: &str, prev: Option<Value>, s: &mut Scratch, first: &mut Option<Value>) -> Answer {
         if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
             return match self.db.execute(sql) {
                 Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s),
@@ -85,7 +97,17 @@ impl Handler {
             threads: self.cfg.query_threads,
         };
         match self.db.select(sql, params, &limits) {
-            Ok((r, _)) => self.encode(&r, s),
+            Ok((r, _)) => {
+                let a = self.encode(&r, s);
+                if a.status == protocol::OK {
+                    *first = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
+                        (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
+                        (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
+                        _ => None,
+                    };
+                }
+                a
+            }
             Err(e) => answer(status_of(&e), e.to_string()),
         }
     }
@@ -166,5 +188,5 @@ fn one_row(name: &str, v: Value) -> datastore::QueryResult {
         Value::S(_) => datastore::ColumnType::String,
         _ => datastore::ColumnType::UInt64,
     };
-    datastore::QueryResult { columns: vec![name.to_string()], types: vec![ty], rows: vec![vec![v]] }
+    datastore::QueryResult { columns: [name.to_string()].into(), types: [ty].into(), rows: vec![vec![v]] }
 }

@@ -264,7 +264,7 @@ pub fn encode_result<'b>(
     r: &datastore::QueryResult,
 ) -> Result<&'b [u8], ProtocolError> {
     w.start(r.rows.len());
-    for (c, (name, ty)) in r.columns.iter().zip(&r.types).enumerate() {
+    for (c, (name, ty)) in r.columns.iter().zip(r.types.iter()).enumerate() {
         w.column(name, *ty, |i| Cell::from(&r.rows[i][c]))?;
     }
     w.finish(b, "")
@@ -525,14 +525,15 @@ mod tests {
     #[test]
     fn result_round_trips_with_nulls_strings_and_widths() {
         let r = datastore::QueryResult {
-            columns: vec!["c".into(), "n".into(), "x".into(), "d".into(), "i".into()],
-            types: vec![
+            columns: ["c".into(), "n".into(), "x".into(), "d".into(), "i".into()].into(),
+            types: [
                 ColumnType::LowCardinalityString,
                 ColumnType::UInt64,
                 ColumnType::Float64,
                 ColumnType::DateTime,
                 ColumnType::Int8,
-            ],
+            ]
+            .into(),
             rows: vec![
                 vec![Value::S("api".into()), Value::U(3), Value::F(0.5), Value::U(1_765_445_523), Value::I(-128)],
                 vec![Value::S("".into()), Value::U(u64::MAX), Value::Null, Value::U(0), Value::I(127)],
@@ -559,8 +560,8 @@ mod tests {
     #[test]
     fn corrupt_offsets_are_errors_naming_the_column() {
         let r = datastore::QueryResult {
-            columns: vec!["n".into()],
-            types: vec![ColumnType::UInt64],
+            columns: ["n".into()].into(),
+            types: [ColumnType::UInt64].into(),
             rows: vec![vec![Value::U(1)], vec![Value::U(2)]],
         };
         let (mut w, mut b) = (ColumnsWriter::default(), Builder::new());

@@ -564,6 +564,7 @@ pub(super) struct Partial {
 }
 
 impl Partial {
+    #[inline]
     pub fn new(q: &Select, aggs: &[Agg], schema: &Schema) -> Partial {
         let mut p = Partial {
             groups: Groups::new(q.group_by.len()),
@@ -713,54 +714,47 @@ impl Partial {
     /// One output row per group (ORDER BY and LIMIT applied over group ids,
     /// so only the rows returned are built).
     pub fn rows(self, q: &Select, schema: &Schema) -> Vec<Vec<Value>> {
-        let mut agg_of_item = Vec::with_capacity(q.items.len());
-        let mut next = 0;
-        for it in &q.items {
-            agg_of_item.push(matches!(it, Item::Agg(_)).then(|| {
-                next += 1;
-                next - 1
-            }));
-        }
+        // The state of item i is the i-th aggregate's: count those before it.
+        let agg_of_item =
+            |item: usize| -> usize { q.items[..item].iter().filter(|it| matches!(it, Item::Agg(_))).count() };
         let value = |item: usize, g: usize| -> Value {
-            match (&q.items[item], agg_of_item[item]) {
-                (_, Some(a)) => self.accs[a].value(g),
-                (Item::Column(c), None) => {
+            match &q.items[item] {
+                Item::Agg(_) => self.accs[agg_of_item(item)].value(g),
+                Item::Column(c) => {
                     let pos = q.group_by.iter().position(|x| x == c).expect("checked by the planner");
                     key_value(schema.columns[*c].ty, self.groups.key(g)[pos], &self.interner)
                 }
-                (Item::Agg(_), None) => unreachable!("every aggregate item has a state"),
             }
         };
+        let row = |g: usize| -> Vec<Value> { (0..q.items.len()).map(|i| value(i, g)).collect() };
         let n = self.groups.len();
         let limit = q.limit.map_or(n, |l| (l as usize).min(n));
-        let order: Vec<u32> = if q.order_by.is_empty() {
-            (0..limit as u32).collect()
-        } else {
-            let keys: Vec<SortCol> =
-                q.order_by.iter().map(|&(item, _)| SortCol::new((0..n).map(|g| value(item, g)).collect())).collect();
-            // Ties keep first-seen order, as a stable sort would.
-            let cmp = |a: &u32, b: &u32| {
-                for (k, &(_, desc)) in keys.iter().zip(&q.order_by) {
-                    let o = k.cmp(*a as usize, *b as usize);
-                    let o = if desc { o.reverse() } else { o };
-                    if o != Ordering::Equal {
-                        return o;
-                    }
+        if q.order_by.is_empty() {
+            return (0..limit).map(row).collect();
+        }
+        let keys: Vec<SortCol> =
+            q.order_by.iter().map(|&(item, _)| SortCol::new((0..n).map(|g| value(item, g)).collect())).collect();
+        // Ties keep first-seen order, as a stable sort would.
+        let cmp = |a: &u32, b: &u32| {
+            for (k, &(_, desc)) in keys.iter().zip(&q.order_by) {
+                let o = k.cmp(*a as usize, *b as usize);
+                let o = if desc { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
                 }
-                a.cmp(b)
-            };
-            let mut ids: Vec<u32> = (0..n as u32).collect();
-            if limit == 0 {
-                ids.clear()
-            } else if limit < n {
-                // PERF: partial selection, then a sort of the k kept.
-                ids.select_nth_unstable_by(limit - 1, cmp);
-                ids.truncate(limit);
             }
-            ids.sort_unstable_by(cmp);
-            ids
+            a.cmp(b)
         };
-        order.into_iter().map(|g| (0..q.items.len()).map(|i| value(i, g as usize)).collect()).collect()
+        let mut ids: Vec<u32> = (0..n as u32).collect();
+        if limit == 0 {
+            ids.clear()
+        } else if limit < n {
+            // PERF: partial selection, then a sort of the k kept.
+            ids.select_nth_unstable_by(limit - 1, cmp);
+            ids.truncate(limit);
+        }
+        ids.sort_unstable_by(cmp);
+        ids.into_iter().map(|g| row(g as usize)).collect()
     }
 }
 

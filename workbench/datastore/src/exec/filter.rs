@@ -219,19 +219,18 @@ fn first_key_bounds(p: &Pred, key0: usize, lo: &mut Option<Value>, hi: &mut Opti
     }
 }
 
-/// The granules of `part` that may match `filter`.
-pub fn prune(filter: Option<&Pred>, schema: &Schema, part: &Part) -> Vec<usize> {
+/// The granules of `part` that may match `filter`, in order.
+pub fn prune<'a>(filter: Option<&'a Pred>, schema: &'a Schema, part: &'a Part) -> impl Iterator<Item = usize> + 'a {
     let n = part.granules();
-    let Some(p) = filter else { return (0..n).collect() };
     let (mut lo, mut hi) = (None, None);
-    if let Some(&key0) = schema.order_by.first() {
+    if let (Some(p), Some(&key0)) = (filter, schema.order_by.first()) {
         first_key_bounds(p, key0, &mut lo, &mut hi);
     }
     // Granule g spans index[g]..=index[g+1] on the first key column, which
     // is sorted across the part: binary search both ends.
     let start = lo.map_or(0, |l| part.index[1..].partition_point(|k| k[0] < l));
     let end = hi.map_or(n, |h| part.index[..n].partition_point(|k| k[0] <= h));
-    (start..end.max(start)).filter(|&g| may_match(p, schema, part, g)).collect()
+    (start..end.max(start)).filter(move |&g| filter.is_none_or(|p| may_match(p, schema, part, g)))
 }
 
 #[cfg(test)]

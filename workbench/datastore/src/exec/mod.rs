@@ -40,12 +40,13 @@ mod quantile;
 
 use crate::error::{Error, Result};
 use crate::part::{Part, Schema, Scratch};
-use crate::sql::{Agg, Item, Select};
+use crate::sql::{Agg, Item, Pred, Select};
 use crate::table::Table;
 use crate::types::{ColumnData, ColumnType, Value};
 use agg::{Partial, Rows};
 pub use filter::prune;
 use filter::{eval, key_span, MaskPool};
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
@@ -54,9 +55,10 @@ use std::time::Instant;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryResult {
-    pub columns: Vec<String>,
+    /// Shared with the plan (a prepared statement's answers do not copy them).
+    pub columns: Arc<[String]>,
     /// Each output column's type (aggregates typed as ClickHouse types them).
-    pub types: Vec<ColumnType>,
+    pub types: Arc<[ColumnType]>,
     pub rows: Vec<Vec<Value>>,
 }
 
@@ -176,19 +178,21 @@ const SMALL_SCAN: usize = 8;
 /// A scan's granules, as (part, granule) in part order.
 type Unit = (usize, usize);
 
-/// What a SELECT reads and computes, derived once from the parsed query:
-/// the columns the filter needs, the columns read only for rows that pass,
-/// the aggregates, and the output types.
-pub struct Plan<'a> {
-    q: &'a Select,
-    schema: &'a Schema,
+/// What a SELECT reads and returns, derived from it once: the columns the
+/// filter needs, the columns read only for rows that pass, the aggregates,
+/// and the output's names and types. A prepared statement keeps its shape
+/// ([`crate::sql::ParseCache`]), so a call binds literals and runs.
+#[derive(Debug, Clone)]
+pub struct Shape {
     filter_cols: Vec<usize>,
     other_cols: Vec<usize>,
     aggs: Vec<Agg>,
+    columns: Arc<[String]>,
+    types: Arc<[ColumnType]>,
 }
 
-impl<'a> Plan<'a> {
-    pub fn new(schema: &'a Schema, q: &'a Select) -> Plan<'a> {
+impl Shape {
+    pub fn new(schema: &Schema, q: &Select) -> Shape {
         let mut filter_cols = Vec::new();
         if let Some(p) = &q.filter {
             p.columns(&mut filter_cols);
@@ -204,14 +208,9 @@ impl<'a> Plan<'a> {
             }
         }
         let aggs = q.items.iter().filter_map(|i| if let Item::Agg(a) = i { Some(*a) } else { None }).collect();
-        Plan { q, schema, filter_cols, other_cols, aggs }
-    }
-
-    /// The type of each output column (as ClickHouse types them).
-    pub fn output_types(&self) -> Vec<ColumnType> {
-        let ty = |c: usize| self.schema.columns[c].ty;
-        let shown = self.q.items.len() - self.q.hidden;
-        self.q.items[..shown]
+        let shown = q.items.len() - q.hidden;
+        let ty = |c: usize| schema.columns[c].ty;
+        let types = q.items[..shown]
             .iter()
             .map(|it| match *it {
                 Item::Column(c) => ty(c),
@@ -224,7 +223,34 @@ impl<'a> Plan<'a> {
                     _ => ColumnType::UInt64,
                 },
             })
-            .collect()
+            .collect();
+        Shape { filter_cols, other_cols, aggs, columns: q.names[..shown].into(), types }
+    }
+
+    /// The type of each output column (as ClickHouse types them).
+    pub fn output_types(&self) -> &[ColumnType] {
+        &self.types
+    }
+}
+
+/// A SELECT ready to run: the query, its [`Shape`], and its filter (the
+/// query's own, or the same predicate with placeholders bound anew).
+pub struct Plan<'a> {
+    q: &'a Select,
+    filter: Option<&'a Pred>,
+    schema: &'a Schema,
+    shape: Cow<'a, Shape>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(schema: &'a Schema, q: &'a Select) -> Plan<'a> {
+        Plan { q, filter: q.filter.as_ref(), schema, shape: Cow::Owned(Shape::new(schema, q)) }
+    }
+
+    /// A plan from a kept `shape` of `q`, with `filter` (`q.filter` with
+    /// other literals) in its place.
+    pub fn prepared(schema: &'a Schema, q: &'a Select, shape: &'a Shape, filter: Option<&'a Pred>) -> Plan<'a> {
+        Plan { q, filter, schema, shape: Cow::Borrowed(shape) }
     }
 
     /// Runs the plan over a snapshot of parts.
@@ -236,16 +262,15 @@ impl<'a> Plan<'a> {
             threads: 1,
             ..Stats::default()
         };
-        let work: Vec<Unit> = parts
-            .iter()
-            .enumerate()
-            .flat_map(|(i, p)| prune(q.filter.as_ref(), self.schema, p).into_iter().map(move |g| (i, g)))
-            .collect();
+        let mut work: Vec<Unit> = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            work.extend(prune(self.filter, self.schema, p).map(|g| (i, g)));
+        }
         let cached = work.len() <= SMALL_SCAN;
         let mut rows = if q.aggregate {
             self.aggregate(parts, &work, cached, limits, &mut stats)?
         } else {
-            let mut r = Reader::new(self, &self.other_cols, cached);
+            let mut r = Reader::new(self, &self.shape.other_cols, cached);
             let rows = if q.order_by.is_empty() {
                 // A plain LIMIT stops the scan as soon as it has its rows.
                 let limit = q.limit.map_or(usize::MAX, |l| l as usize);
@@ -280,8 +305,8 @@ impl<'a> Plan<'a> {
             let keep = q.items.len() - q.hidden;
             rows.iter_mut().for_each(|r| r.truncate(keep));
         }
-        let columns = q.names[..q.items.len() - q.hidden].to_vec();
-        Ok((QueryResult { columns, types: self.output_types(), rows }, stats))
+        let (columns, types) = (self.shape.columns.clone(), self.shape.types.clone());
+        Ok((QueryResult { columns, types, rows }, stats))
     }
 
     /// GROUP BY / aggregates: partitions aggregated in parallel and merged,
@@ -294,14 +319,20 @@ impl<'a> Plan<'a> {
         limits: &Limits,
         stats: &mut Stats,
     ) -> Result<Vec<Vec<Value>>> {
-        let (q, schema, aggs) = (self.q, self.schema, &self.aggs[..]);
-        let chunks = split(work);
+        let (q, schema, aggs) = (self.q, self.schema, &self.shape.aggs[..]);
+        let many: Vec<&[Unit]>;
+        let chunks = match partitions(work.len()) {
+            1 => std::slice::from_ref(&work),
+            n => {
+                many = work.chunks(work.len().div_ceil(n)).collect();
+                &many[..]
+            }
+        };
         let want = if limits.threads == 0 { cpu::cores() } else { limits.threads };
         let lease = cpu::lease(want.min(chunks.len()));
         stats.threads = lease.threads();
-        let partials = in_parallel(&chunks, lease.threads(), |chunk, stop| {
-            let mut r = Reader::new(self, &self.other_cols, cached);
-            let mut p = Partial::new(q, aggs, schema);
+        let scan = |chunk: &[Unit], stop: &AtomicBool, p: &mut Partial| -> Result<Stats> {
+            let mut r = Reader::new(self, &self.shape.other_cols, cached);
             for &(pi, g) in chunk {
                 if stop.load(AtomicOrdering::Relaxed) {
                     break;
@@ -312,24 +343,37 @@ impl<'a> Plan<'a> {
                     limits.check_rows(p.groups())?;
                 }
             }
-            Ok((p, r.stats))
-        })?;
-        let mut partials = partials.into_iter();
-        let (mut total, s) = partials.next().expect("split gives one chunk at least");
-        stats.add(&s);
-        for (p, s) in partials {
-            total.merge(q, aggs, schema, p);
-            stats.add(&s);
-            limits.check_rows(total.groups())?;
+            Ok(r.stats)
+        };
+        let mut total = Partial::new(q, aggs, schema);
+        if let [only] = chunks {
+            // PERF: one partition aggregates into the total in place; a
+            // partial state is a few hundred bytes, and a short query moved
+            // it through a result and an iterator several times.
+            stats.add(&scan(only, &AtomicBool::new(false), &mut total)?);
+        } else {
+            let partials = in_parallel(chunks, lease.threads(), |chunk, stop| {
+                let mut p = Partial::new(q, aggs, schema);
+                scan(chunk, stop, &mut p).map(|s| (p, s))
+            })?;
+            for (i, (p, s)) in partials.enumerate() {
+                if i == 0 {
+                    total = p;
+                } else {
+                    total.merge(q, aggs, schema, p);
+                }
+                stats.add(&s);
+                limits.check_rows(total.groups())?;
+            }
         }
         let mut pending = total.resolve_quantiles(aggs);
         while !pending.is_empty() {
             stats.passes += 1;
             // Only the group keys and the quantiles' columns are needed now.
             let mut cols: Vec<usize> = q.group_by.iter().copied().chain(pending.iter().map(|p| p.col)).collect();
-            cols.retain(|c| !self.filter_cols.contains(c));
+            cols.retain(|c| !self.shape.filter_cols.contains(c));
             cols.dedup();
-            let kept = in_parallel(&chunks, lease.threads(), |chunk, stop| {
+            let kept = in_parallel(chunks, lease.threads(), |chunk, stop| {
                 let mut r = Reader::new(self, &cols, cached);
                 let mut look = total.lookup_scratch();
                 let mut kept: Vec<agg::Kept> = pending.iter().map(|p| p.start()).collect();
@@ -348,7 +392,7 @@ impl<'a> Plan<'a> {
                 }
                 Ok(kept)
             })?;
-            let mut kept = kept.into_iter();
+            let mut kept = kept;
             let mut all = kept.next().expect("one chunk at least");
             for k in kept {
                 all.iter_mut().zip(k).for_each(|(a, b)| a.merge(b));
@@ -359,16 +403,19 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The scan's granules cut into contiguous partitions: a fixed number (the
-/// cores), not the threads granted, so that answers do not depend on load.
-fn split(work: &[Unit]) -> Vec<&[Unit]> {
-    let n = if work.len() >= MIN_SPLIT { cpu::cores().min(work.len()) } else { 1 };
-    let mut chunks: Vec<&[Unit]> = work.chunks(work.len().div_ceil(n).max(1)).collect();
-    if chunks.is_empty() {
-        chunks.push(work);
+/// How many contiguous partitions a scan of `granules` is cut into: a
+/// fixed number (the cores), not the threads granted, so that answers do
+/// not depend on load.
+fn partitions(granules: usize) -> usize {
+    if granules >= MIN_SPLIT {
+        cpu::cores().min(granules)
+    } else {
+        1
     }
-    chunks
 }
+
+/// The outcomes of [`in_parallel`], in chunk order.
+type Outcomes<T> = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
 
 /// Runs `f` on every chunk, on up to `threads` threads; results in chunk
 /// order, or the first chunk's error. A failing chunk stops the others.
@@ -376,11 +423,12 @@ fn in_parallel<T: Send>(
     chunks: &[&[Unit]],
     threads: usize,
     f: impl Fn(&[Unit], &AtomicBool) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
+) -> Result<Outcomes<T>> {
     let stop = AtomicBool::new(false);
     if let [only] = chunks {
-        // PERF: a small scan is one chunk, run here without the slots.
-        return f(only, &stop).map(|t| vec![t]);
+        // PERF: a small scan is one chunk, run here with no slots and no
+        // allocation (a short query's whole cost is a few thousand instructions).
+        return f(only, &stop).map(|t| Some(t).into_iter().chain(Vec::new()));
     }
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..chunks.len()).map(|_| None).collect());
@@ -419,7 +467,7 @@ fn in_parallel<T: Send>(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok(out),
+        None => Ok(None.into_iter().chain(out)),
     }
 }
 
@@ -455,7 +503,7 @@ fn project(q: &Select, cols: &[Arc<ColumnData>], i: usize) -> Vec<Value> {
 /// row passes.
 struct Reader<'p> {
     plan: &'p Plan<'p>,
-    other: Vec<usize>,
+    other: &'p [usize],
     scratch: Scratch,
     /// Every column of the table, by index; those read hold this granule.
     /// Shared with the cache in a small scan, owned (decoded into) otherwise.
@@ -474,11 +522,12 @@ struct Reader<'p> {
 }
 
 impl<'p> Reader<'p> {
-    fn new(plan: &'p Plan<'p>, other: &[usize], cached: bool) -> Self {
+    #[inline]
+    fn new(plan: &'p Plan<'p>, other: &'p [usize], cached: bool) -> Self {
         let cols = plan.schema.columns.iter().map(|c| empty(c.ty)).collect();
         Reader {
             plan,
-            other: other.to_vec(),
+            other,
             scratch: Scratch::default(),
             cols,
             cached,
@@ -495,7 +544,7 @@ impl<'p> Reader<'p> {
     /// Reads granule `g` of `part`; `false` when no row passes the filter.
     fn read(&mut self, part: &Part, g: usize) -> Result<bool> {
         self.stats.granules_read += 1;
-        for &c in &self.plan.filter_cols {
+        for &c in &self.plan.shape.filter_cols {
             self.load(part, c, g)?;
         }
         let n = part.meta.rows.min(((g + 1) * crate::part::GRANULE) as u64) as usize - g * crate::part::GRANULE;
@@ -503,7 +552,7 @@ impl<'p> Reader<'p> {
         self.stats.rows_scanned += n as u64;
         self.span = Some((0, n));
         self.sorted = None;
-        if let Some(p) = &self.plan.q.filter {
+        if let Some(p) = self.plan.filter {
             if let Some((a, b)) = key_span(p, self.plan.schema, &self.cols, n) {
                 if a == b {
                     return Ok(false);
