@@ -29,7 +29,14 @@ impl Storage for Vec<u8> {
         Vec::clear(self)
     }
     fn extend_zeroed(&mut self, n: usize) -> bool {
-        self.resize(self.len() + n, 0);
+        // PERF: `resize` wrote the zeros a byte at a time (callgrind: a third
+        // of encoding a one-row answer); the padding and fixed sections a
+        // builder reserves are short, and a copy from zeros is one memcpy.
+        const ZEROS: [u8; 256] = [0; 256];
+        match ZEROS.get(..n) {
+            Some(z) => self.extend_from_slice(z),
+            None => self.resize(self.len() + n, 0),
+        }
         true
     }
     fn extend_from(&mut self, data: &[u8]) -> bool {
