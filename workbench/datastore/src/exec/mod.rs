@@ -262,20 +262,33 @@ impl<'a> Plan<'a> {
             threads: 1,
             ..Stats::default()
         };
-        let mut work: Vec<Unit> = Vec::new();
+        // PERF: a small scan's granules are listed on the stack; a larger
+        // one spills them (and those after) into a vector.
+        let (mut small, mut n, mut spilled) = ([(0, 0); SMALL_SCAN], 0, Vec::new());
         for (i, p) in parts.iter().enumerate() {
-            work.extend(prune(self.filter, self.schema, p).map(|g| (i, g)));
+            for g in prune(self.filter, self.schema, p) {
+                if n < SMALL_SCAN && spilled.is_empty() {
+                    small[n] = (i, g);
+                    n += 1;
+                } else {
+                    if spilled.is_empty() {
+                        spilled.extend_from_slice(&small[..n]);
+                    }
+                    spilled.push((i, g));
+                }
+            }
         }
+        let work: &[Unit] = if spilled.is_empty() { &small[..n] } else { &spilled };
         let cached = work.len() <= SMALL_SCAN;
         let mut rows = if q.aggregate {
-            self.aggregate(parts, &work, cached, limits, &mut stats)?
+            self.aggregate(parts, work, cached, limits, &mut stats)?
         } else {
             let mut r = Reader::new(self, &self.shape.other_cols, cached);
             let rows = if q.order_by.is_empty() {
                 // A plain LIMIT stops the scan as soon as it has its rows.
                 let limit = q.limit.map_or(usize::MAX, |l| l as usize);
                 let mut rows = Vec::new();
-                for &(p, g) in &work {
+                for &(p, g) in work {
                     if rows.len() >= limit {
                         break;
                     }
@@ -289,7 +302,7 @@ impl<'a> Plan<'a> {
                 rows
             } else {
                 let mut top = TopK::new(q);
-                for &(p, g) in &work {
+                for &(p, g) in work {
                     limits.check_time()?;
                     if r.read(&parts[p], g)? {
                         r.rows().indices().for_each(|i| top.push(project(q, &r.cols, i)));
