@@ -9,7 +9,7 @@
 //! to see where a step goes:
 //!
 //! ```sh
-//! target/release/examples/chain_step [iterations] [engine|handler|tcp|all]
+//! target/release/examples/chain_step [iterations] [engine|handler|tcp|all|flights]
 //! valgrind --tool=callgrind target/release/examples/chain_step 100 engine
 //! ```
 //!
@@ -93,6 +93,15 @@ fn main() -> anyhow::Result<()> {
             "tcp     pipelined chain, per step:        {:7.3} µs (depth 1: {t1:.1} µs, depth {DEPTH}: {t64:.1} µs)",
             (t64 - t1) / (DEPTH - 1) as f64
         );
+        drop(c);
+        srv.stop();
+    }
+    if layer == "flights" {
+        // Only depth-64 chains, for `perf record`: where a flight's time goes.
+        let srv = server::start(&dir, "127.0.0.1:0", Config::default())?;
+        let mut c = Client::connect(srv.addr)?;
+        let (t64, _, _) = time_us(runs, || assert_eq!(chain::pipelined(&mut c, DEPTH).unwrap(), DEPTH as u64));
+        println!("flights pipelined chain of {DEPTH}:            {t64:7.1} µs");
         drop(c);
         srv.stop();
     }
