@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 /// A computed table, rendered to both formats.
 pub struct Table {
     pub name: &'static str,
+    /// Plain text: `to_latex` escapes it, `to_markdown` shows it as is.
     pub caption: String,
     pub header: Vec<&'static str>,
     pub rows: Vec<Vec<String>>,
@@ -285,4 +286,27 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, V
         }
     }
     Ok((tables, written))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caption is plain text: LaTeX gets each special character escaped
+    /// once (a tool's error naming `WB_PEERS` once stopped the PDF, escaped
+    /// twice), Markdown gets it as written.
+    #[test]
+    fn a_caption_is_escaped_once() {
+        let t = Table {
+            name: "t",
+            caption: "bolt is missing; setup installs it with WB_PEERS=1 (100% of 2×)".into(),
+            header: vec!["a"],
+            rows: vec![vec!["1".into()]],
+            source: "data/t/x".into(),
+        };
+        let tex = t.to_latex();
+        assert!(tex.contains("with WB\\_PEERS=1 (100\\% of 2$\\times$)"), "{tex}");
+        assert!(!tex.contains("\\\\_"), "{tex}");
+        assert!(t.to_markdown().contains("with WB_PEERS=1 (100% of 2×)"));
+    }
 }

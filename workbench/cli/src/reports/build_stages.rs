@@ -8,7 +8,7 @@ use super::{median, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
-use crate::tables::{dash, select, source_of, tex_escape, Table};
+use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use datastore::gen::QUERIES;
 use std::path::{Path, PathBuf};
@@ -71,7 +71,7 @@ fn table(run: &Run) -> Result<Table> {
         s.map_or(1, |s| s.repetitions),
     );
     for f in failures {
-        caption.push_str(&format!(" Not built: {}.", tex_escape(&f)));
+        caption.push_str(&format!(" Not built: {f}."));
     }
     Ok(Table { name: REPORT.name, caption, header, rows, source: source_of(run) })
 }
