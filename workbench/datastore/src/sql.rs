@@ -236,9 +236,10 @@ struct Prepared {
 impl Prepared {
     /// The WHERE with the placeholders' values in their slots.
     fn bind(&self, params: Params<'_>) -> Result<Filter> {
-        let Some(mut f) = self.select.filter.clone().filter(|_| !self.slots.is_empty()) else {
+        let (Some(filter), false) = (&self.select.filter, self.slots.is_empty()) else {
             return Ok(Filter::Kept);
         };
+        let mut f = filter.clone();
         let ctx = Ctx::binding(&self.schema, params);
         // PERF: one placeholder (a chain's `$prev`) binds with no vector of values.
         let first = ctx.literal(&self.slots[0].expr, self.slots[0].col)?;

@@ -226,11 +226,6 @@ impl Shape {
             .collect();
         Shape { filter_cols, other_cols, aggs, columns: q.names[..shown].into(), types }
     }
-
-    /// The type of each output column (as ClickHouse types them).
-    pub fn output_types(&self) -> &[ColumnType] {
-        &self.types
-    }
 }
 
 /// A SELECT ready to run: the query, its [`Shape`], and its filter (the
@@ -358,27 +353,28 @@ impl<'a> Plan<'a> {
             }
             Ok(r.stats)
         };
-        let mut total = Partial::new(q, aggs, schema);
-        if let [only] = chunks {
+        let mut total = if let [only] = chunks {
             // PERF: one partition aggregates into the total in place; a
             // partial state is a few hundred bytes, and a short query moved
             // it through a result and an iterator several times.
+            let mut total = Partial::new(q, aggs, schema);
             stats.add(&scan(only, &AtomicBool::new(false), &mut total)?);
+            total
         } else {
-            let partials = in_parallel(chunks, lease.threads(), |chunk, stop| {
+            let mut partials = in_parallel(chunks, lease.threads(), |chunk, stop| {
                 let mut p = Partial::new(q, aggs, schema);
                 scan(chunk, stop, &mut p).map(|s| (p, s))
-            })?;
-            for (i, (p, s)) in partials.enumerate() {
-                if i == 0 {
-                    total = p;
-                } else {
-                    total.merge(q, aggs, schema, p);
-                }
+            })?
+            .into_iter();
+            let (mut total, s) = partials.next().expect("one chunk at least");
+            stats.add(&s);
+            for (p, s) in partials {
+                total.merge(q, aggs, schema, p);
                 stats.add(&s);
                 limits.check_rows(total.groups())?;
             }
-        }
+            total
+        };
         let mut pending = total.resolve_quantiles(aggs);
         while !pending.is_empty() {
             stats.passes += 1;
@@ -405,7 +401,7 @@ impl<'a> Plan<'a> {
                 }
                 Ok(kept)
             })?;
-            let mut kept = kept;
+            let mut kept = kept.into_iter();
             let mut all = kept.next().expect("one chunk at least");
             for k in kept {
                 all.iter_mut().zip(k).for_each(|(a, b)| a.merge(b));
@@ -427,21 +423,17 @@ fn partitions(granules: usize) -> usize {
     }
 }
 
-/// The outcomes of [`in_parallel`], in chunk order.
-type Outcomes<T> = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
-
 /// Runs `f` on every chunk, on up to `threads` threads; results in chunk
 /// order, or the first chunk's error. A failing chunk stops the others.
 fn in_parallel<T: Send>(
     chunks: &[&[Unit]],
     threads: usize,
     f: impl Fn(&[Unit], &AtomicBool) -> Result<T> + Sync,
-) -> Result<Outcomes<T>> {
+) -> Result<Vec<T>> {
     let stop = AtomicBool::new(false);
     if let [only] = chunks {
-        // PERF: a small scan is one chunk, run here with no slots and no
-        // allocation (a short query's whole cost is a few thousand instructions).
-        return f(only, &stop).map(|t| Some(t).into_iter().chain(Vec::new()));
+        // PERF: a small scan is one chunk, run here without the slots.
+        return f(only, &stop).map(|t| vec![t]);
     }
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..chunks.len()).map(|_| None).collect());
@@ -480,7 +472,7 @@ fn in_parallel<T: Send>(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok(None.into_iter().chain(out)),
+        None => Ok(out),
     }
 }
 
