@@ -35,6 +35,27 @@ fn a_repeated_statement_is_bound_anew_each_time() {
     assert!(db.select(step, &[("$prev", Value::S("x".into()))], &limits()).is_err());
 }
 
+/// A prepared scalar aggregate keeps its partial state for the next call
+/// (`exec::agg::Spare`): every call, including one whose WHERE passes no
+/// row, answers as the same query written with its literal does, which
+/// gets a statement (and a partial) of its own.
+#[test]
+fn a_kept_partial_starts_every_call_afresh() {
+    let db = chain_db("spare");
+    let aggs = "count(), sum(k), min(k), max(k), avg(k)";
+    let step = format!("SELECT {aggs} FROM chain WHERE k > $prev");
+    for v in [10u64, 90, 200, 0, 10, 99, 50] {
+        let (kept, _) = db.select(&step, &[("$prev", Value::U(v))], &limits()).unwrap();
+        let (fresh, _) = db.select(&format!("SELECT {aggs} FROM chain WHERE k > {v}"), &[], &limits()).unwrap();
+        assert_eq!(kept.rows, fresh.rows, "$prev = {v}");
+    }
+    // And a GROUP BY of the same statement twice (not kept: it is not scalar).
+    let by = "SELECT k, count() FROM chain WHERE k > $prev GROUP BY k ORDER BY k LIMIT 3";
+    let (a, _) = db.select(by, &[("$prev", Value::U(5))], &limits()).unwrap();
+    let (b, _) = db.select(by, &[("$prev", Value::U(5))], &limits()).unwrap();
+    assert_eq!((a.rows.len(), &a.rows), (3, &b.rows));
+}
+
 /// Table `chain` with its one column `k` of type `ty`.
 fn chain_schema(ty: datastore::ColumnType) -> std::sync::Arc<datastore::part::Schema> {
     std::sync::Arc::new(datastore::part::Schema {

@@ -21,7 +21,7 @@ use server::chain;
 use server::client::Client;
 use server::handler::{Handler, Scratch};
 use server::limits::Config;
-use server::pool::{Prev, QueryCall, Work};
+use server::pool::{Prev, Queries, Work};
 use std::time::Instant;
 
 const DEPTH: usize = 64;
@@ -72,10 +72,10 @@ fn main() -> anyhow::Result<()> {
     let h = Handler::new(datastore::Db::open(&dir)?, Config::default());
     let mut s = Scratch::default();
     let chain_work = |depth: usize| {
-        let mut calls = vec![QueryCall { promise: 1, sql: chain::FIRST.to_string(), prev: Prev::None }];
+        let mut calls = Queries::one(1, chain::FIRST, Prev::None);
         for i in 1..depth {
             let prev = Prev::Earlier { index: i - 1, promise: i as u32 };
-            calls.push(QueryCall { promise: i as u32 + 1, sql: chain::STEP.to_string(), prev });
+            calls.push(i as u32 + 1, chain::STEP, prev);
         }
         Work::Queries(calls)
     };

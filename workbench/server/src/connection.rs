@@ -14,7 +14,7 @@
 //! thread hand-off each.
 
 use crate::limits::Config;
-use crate::pool::{Answer, Pool, Prev, QueryCall, Work};
+use crate::pool::{Answer, Pool, Prev, Queries, Work};
 use crate::protocol::{self, ColumnsView};
 use crate::shutdown::Shutdown;
 use std::cell::RefCell;
@@ -24,12 +24,13 @@ use std::sync::{Arc, Mutex};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use zap::frame::{decode_frame, grow_towards, BufPool, FrameError, PREFIX_LEN, READ_CHUNK};
-use zap::rpc::{Answers, FINISH};
+use zap::rpc::{finish_run, Answers, FINISH};
 use zap::{Builder, Request, Response};
 
 /// State shared by every connection.
 pub struct Shared {
     pub cfg: Config,
+    pub handler: Arc<crate::handler::Handler>,
     pub pool: Pool,
     pub bufs: Mutex<BufPool>,
     pub shutdown: Shutdown,
@@ -195,11 +196,11 @@ impl Conn {
                 Inline::Pool { promise, work } => (promise, work),
                 Inline::Failed(e) => return Err(e),
             };
-            if let Work::Queries(calls) = &mut work {
-                gather_queries(sh, answers, inbuf, &mut used, calls);
+            if let Work::Queries(run) = &mut work {
+                gather_queries(sh, answers, inbuf, &mut used, run);
             }
             let promises: Vec<u32> = match &work {
-                Work::Queries(calls) => calls.iter().map(|c| c.promise).collect(),
+                Work::Queries(q) => q.calls.iter().map(|c| c.promise).collect(),
                 Work::Insert { .. } => vec![promise],
             };
             for (p, a) in promises.into_iter().zip(sh.pool.run(work).await) {
@@ -233,20 +234,20 @@ impl Conn {
 /// the whole run in order and a dependent chain costs no thread hand-off
 /// per link. Stops, leaving the frame for the ordinary path, at anything
 /// that is not a query the answer table would admit as it stands.
-fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize, calls: &mut Vec<QueryCall>) {
+fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize, run: &mut Queries) {
     // PERF: a client numbers its calls upwards and chains each on the one
     // before, so a new promise above every one in the run is no duplicate,
     // and the target is found from the end: O(1) a link, not O(run).
-    let mut top = calls.iter().map(|c| c.promise).max().unwrap_or(0);
+    let mut top = run.calls.iter().map(|c| c.promise).max().unwrap_or(0);
     while let Ok(Some((frame, n))) = decode_frame(&inbuf[*used..], sh.cfg.max_frame) {
         let Ok(r) = zap::read::<Request>(frame) else { return };
         let (promise, target) = (r.promise(), r.target());
-        if r.method() != protocol::QUERY || answers.len() + calls.len() >= sh.cfg.max_promises {
+        if r.method() != protocol::QUERY || answers.len() + run.calls.len() >= sh.cfg.max_promises {
             return;
         }
         let Ok(Ok(sql)) = r.payload().map(std::str::from_utf8) else { return };
         let mut why = Vec::new();
-        if (promise <= top && calls.iter().any(|c| c.promise == promise))
+        if (promise <= top && run.calls.iter().any(|c| c.promise == promise))
             || answers.admit(promise, 0, &mut why).is_err()
         {
             return;
@@ -254,7 +255,7 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
         top = top.max(promise);
         let prev = if target == 0 {
             Prev::None
-        } else if let Some(index) = calls.iter().rposition(|c| c.promise == target) {
+        } else if let Some(index) = run.calls.iter().rposition(|c| c.promise == target) {
             Prev::Earlier { index, promise: target }
         } else {
             match answers.admit(promise, target, &mut why) {
@@ -266,7 +267,7 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
             }
         };
         sh.counters.calls.fetch_add(1, Ordering::Relaxed);
-        calls.push(QueryCall { promise, sql: sql.to_string(), prev });
+        run.push(promise, sql, prev);
         *used += n;
     }
 }
@@ -361,7 +362,10 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
         }
     };
     if method == FINISH {
-        answers.release(target);
+        // The bodies go back to the workers (see `Handler::bodies`).
+        if let Ok(mut pool) = sh.handler.bodies().lock() {
+            answers.release_run(finish_run(target, payload), |b| pool.put(b));
+        }
         return None;
     }
     let mut why = Vec::new();
@@ -400,7 +404,7 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
             Ok(sql) => {
                 let prev = prev.map_or(Prev::None, Prev::Value);
-                return Some((promise, Work::Queries(vec![QueryCall { promise, sql: sql.to_string(), prev }])));
+                return Some((promise, Work::Queries(Queries::one(promise, sql, prev))));
             }
             Err(e) => Answer { status: protocol::BAD_REQUEST, body: format!("SQL is not UTF-8: {e}").into_bytes() },
         },

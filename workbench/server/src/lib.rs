@@ -90,6 +90,7 @@ pub fn serve(
             // a buffer grown for a large frame is freed, not pooled.
             bufs: Mutex::new(zap::frame::BufPool::new(64, 64 << 10)),
             pool: pool::Pool::start(handler.clone(), cfg.workers, cfg.queue),
+            handler: handler.clone(),
             cfg,
             shutdown: shutdown::Shutdown::default(),
             connections: AtomicUsize::new(0),

@@ -14,15 +14,44 @@ use tokio::sync::{mpsc, oneshot};
 pub enum Work {
     /// Consecutive queries of one connection, run in order by one worker; a
     /// query may bind `$prev` to an earlier one of the same run.
-    Queries(Vec<QueryCall>),
+    Queries(Queries),
     /// A `Columns` message to insert.
     Insert { msg: Vec<u8> },
 }
 
-/// One query of a [`Work::Queries`] run.
+/// A run of queries: the calls, and their SQL texts in one buffer.
+/// PERF: one buffer for the run, where a `String` a call was an allocation
+/// and a free each link of a pipelined chain.
+#[derive(Default)]
+pub struct Queries {
+    pub calls: Vec<QueryCall>,
+    texts: String,
+}
+
+impl Queries {
+    /// A run of one query.
+    pub fn one(promise: u32, sql: &str, prev: Prev) -> Queries {
+        let mut q = Queries { calls: Vec::with_capacity(1), texts: String::with_capacity(sql.len()) };
+        q.push(promise, sql, prev);
+        q
+    }
+
+    pub fn push(&mut self, promise: u32, sql: &str, prev: Prev) {
+        let at = self.texts.len();
+        self.texts.push_str(sql);
+        self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev });
+    }
+
+    /// The calls, each with its SQL text.
+    pub fn into_calls(self) -> (String, Vec<QueryCall>) {
+        (self.texts, self.calls)
+    }
+}
+
+/// One query of a [`Work::Queries`] run; its SQL is `texts[sql]` of the run.
 pub struct QueryCall {
     pub promise: u32,
-    pub sql: String,
+    pub sql: std::ops::Range<usize>,
     pub prev: Prev,
 }
 

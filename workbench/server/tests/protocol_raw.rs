@@ -94,6 +94,13 @@ fn bad_calls_get_their_status_and_the_connection_serves_on() {
     assert_eq!((st, p), (protocol::BAD_REQUEST, 0), "{}", text(&body));
     r.send(&frame(zap::rpc::FINISH, 0, 11, b""));
     assert_eq!(r.call(protocol::PING, 12, 0, b"").0, 200);
+    // A finish of a run (payload: a count) releases promises 2..=9 at once,
+    // leaving 12: eight more calls fit, the ninth is refused.
+    r.send(&frame(zap::rpc::FINISH, 0, 2, &8u32.to_le_bytes()));
+    for p in 13..21 {
+        assert_eq!(r.call(protocol::PING, p, 0, b"").0, 200, "promise {p}");
+    }
+    assert_eq!(r.call(protocol::PING, 21, 0, b"").0, protocol::TOO_MANY);
     s.stop();
 }
 

@@ -378,6 +378,33 @@ impl Acc {
         }
     }
 
+    /// A state that never outgrows one value a group (no set, no buffer of
+    /// values), so a kept one costs a few bytes: see [`Spare`].
+    fn fixed(&self) -> bool {
+        !matches!(self, Acc::Quantile(_) | Acc::Uniq(_) | Acc::Done(_))
+    }
+
+    /// No groups; the variant and capacity stay.
+    fn clear(&mut self) {
+        match self {
+            Acc::Count(v) => v.clear(),
+            Acc::SumU(v) => v.clear(),
+            Acc::SumI(v) => v.clear(),
+            Acc::SumF(v) => v.clear(),
+            Acc::Avg(s, c) => {
+                s.clear();
+                c.clear()
+            }
+            Acc::ExtU(v, _) => v.clear(),
+            Acc::ExtI(v, _) => v.clear(),
+            Acc::ExtF(v, _) => v.clear(),
+            Acc::ExtS(v, _) => v.clear(),
+            Acc::Quantile(v) => v.clear(),
+            Acc::Uniq(v) => v.clear(),
+            Acc::Done(v) => v.clear(),
+        }
+    }
+
     fn grow(&mut self, n: usize) {
         match self {
             Acc::Count(v) => v.resize(n, 0),
@@ -584,6 +611,12 @@ impl Partial {
         self.groups.len()
     }
 
+    /// A scalar aggregate (no GROUP BY) of fixed-size states: all it holds
+    /// is a value per aggregate, so keeping it for the next call is cheap.
+    fn scalar(&self) -> bool {
+        self.groups.width == 0 && self.accs.iter().all(Acc::fixed)
+    }
+
     /// The group of each of `rows`: one for all, or ids in `self.gids`.
     fn group_ids(&mut self, q: &Select, cols: &[Arc<ColumnData>], rows: Rows) -> Batch {
         if q.group_by.is_empty() {
@@ -713,7 +746,7 @@ impl Partial {
 
     /// One output row per group (ORDER BY and LIMIT applied over group ids,
     /// so only the rows returned are built).
-    pub fn rows(self, q: &Select, schema: &Schema) -> Vec<Vec<Value>> {
+    pub fn rows(&self, q: &Select, schema: &Schema) -> Vec<Vec<Value>> {
         // The state of item i is the i-th aggregate's: count those before it.
         let agg_of_item =
             |item: usize| -> usize { q.items[..item].iter().filter(|it| matches!(it, Item::Agg(_))).count() };
@@ -865,5 +898,53 @@ impl Kept {
                 a.iter_mut().zip(b.iter()).for_each(|(x, y)| *x += y);
             }
         }
+    }
+}
+
+/// A prepared statement's spare [`Partial`], so that a short scalar
+/// aggregate (a dependent chain's step) builds no aggregation state.
+/// PERF: a new partial was four allocations and three hasher seeds, a
+/// fifth of such a step. Only a scalar partial of fixed-size states is
+/// kept (a few bytes), so a GROUP BY's groups never linger between calls.
+#[derive(Default)]
+pub(crate) struct Spare(std::sync::Mutex<Option<Box<Partial>>>);
+
+impl Spare {
+    /// The spare, reset, or a new partial when there is none (or another
+    /// call of the same statement holds it). Boxed, so that keeping and
+    /// taking it moves a pointer, not the partial's few hundred bytes.
+    pub fn take(&self, q: &Select, aggs: &[Agg], schema: &Schema) -> Box<Partial> {
+        match self.0.try_lock().ok().and_then(|mut s| s.take()) {
+            Some(mut p) => {
+                p.accs.iter_mut().for_each(|a| {
+                    a.clear();
+                    a.grow(1)
+                });
+                p
+            }
+            None => Box::new(Partial::new(q, aggs, schema)),
+        }
+    }
+
+    /// Keeps `p` for the next call if it is scalar.
+    pub fn give(&self, p: Box<Partial>) {
+        if p.scalar() {
+            if let Ok(mut s) = self.0.try_lock() {
+                *s = Some(p);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Spare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Spare")
+    }
+}
+
+impl Clone for Spare {
+    /// A clone starts without a spare (a partial is per statement).
+    fn clone(&self) -> Self {
+        Spare::default()
     }
 }

@@ -189,6 +189,7 @@ pub struct Shape {
     aggs: Vec<Agg>,
     columns: Arc<[String]>,
     types: Arc<[ColumnType]>,
+    spare: agg::Spare,
 }
 
 impl Shape {
@@ -224,7 +225,7 @@ impl Shape {
                 },
             })
             .collect();
-        Shape { filter_cols, other_cols, aggs, columns: q.names[..shown].into(), types }
+        Shape { filter_cols, other_cols, aggs, columns: q.names[..shown].into(), types, spare: agg::Spare::default() }
     }
 }
 
@@ -357,7 +358,7 @@ impl<'a> Plan<'a> {
             // PERF: one partition aggregates into the total in place; a
             // partial state is a few hundred bytes, and a short query moved
             // it through a result and an iterator several times.
-            let mut total = Partial::new(q, aggs, schema);
+            let mut total = self.shape.spare.take(q, aggs, schema);
             stats.add(&scan(only, &AtomicBool::new(false), &mut total)?);
             total
         } else {
@@ -373,7 +374,7 @@ impl<'a> Plan<'a> {
                 stats.add(&s);
                 limits.check_rows(total.groups())?;
             }
-            total
+            Box::new(total)
         };
         let mut pending = total.resolve_quantiles(aggs);
         while !pending.is_empty() {
@@ -408,7 +409,9 @@ impl<'a> Plan<'a> {
             }
             pending = total.apply(pending, all);
         }
-        Ok(total.rows(q, schema))
+        let rows = total.rows(q, schema);
+        self.shape.spare.give(total);
+        Ok(rows)
     }
 }
 
@@ -477,6 +480,10 @@ fn in_parallel<T: Send>(
 }
 
 /// An empty column of type `t`, shared until written.
+/// INLINE_COLS = 8: the chain table has 1 column, the paper's hits table more
+/// (its scans are long enough not to notice one allocation).
+const INLINE_COLS: usize = 8;
+
 fn empty(t: ColumnType) -> Arc<ColumnData> {
     static EMPTY: std::sync::OnceLock<[Arc<ColumnData>; 4]> = std::sync::OnceLock::new();
     let e = EMPTY.get_or_init(|| {
@@ -512,7 +519,9 @@ struct Reader<'p> {
     scratch: Scratch,
     /// Every column of the table, by index; those read hold this granule.
     /// Shared with the cache in a small scan, owned (decoded into) otherwise.
-    cols: Vec<Arc<ColumnData>>,
+    /// PERF: inline up to [`INLINE_COLS`] columns, so a short query on a
+    /// narrow table allocates no vector for them.
+    cols: smallvec::SmallVec<[Arc<ColumnData>; INLINE_COLS]>,
     cached: bool,
     mask: Vec<bool>,
     pool: MaskPool,
