@@ -147,6 +147,9 @@ fn align8(n: usize) -> usize {
 ///
 /// PERF: values are written once into `data`, then copied once into the
 /// message; a reused writer and builder allocate nothing after warm-up.
+/// A result shaped as the one before it (same columns, rows and data
+/// length, no nulls: a chain's every link) is the previous message with
+/// its data replaced, not built again ([`Template`]).
 #[derive(Default)]
 pub struct ColumnsWriter {
     rows: usize,
@@ -157,6 +160,38 @@ pub struct ColumnsWriter {
     nulls: Vec<u8>,
     any_null: bool,
     data: Vec<u8>,
+    last: Template,
+    /// Messages served from the template (for the tests).
+    #[cfg(test)]
+    templated: usize,
+}
+
+/// The last result message and what it was built from, everything but its
+/// data: the message depends on nothing else, so a result agreeing on all
+/// of it is this message with the new data written over the old.
+#[derive(Default)]
+struct Template {
+    msg: Vec<u8>,
+    /// Where the data section starts in `msg`; `None`: no template.
+    data_at: Option<usize>,
+    rows: usize,
+    types: Vec<u8>,
+    name_ends: Vec<u32>,
+    names: Vec<u8>,
+    offsets: Vec<u32>,
+}
+
+impl Template {
+    fn fits(&self, w: &ColumnsWriter) -> Option<usize> {
+        let at = self.data_at?;
+        (self.msg.len() - at == w.data.len()
+            && self.rows == w.rows
+            && self.types == w.types
+            && self.offsets == w.offsets
+            && self.name_ends == w.name_ends
+            && self.names == w.names)
+            .then_some(at)
+    }
 }
 
 impl ColumnsWriter {
@@ -237,11 +272,21 @@ impl ColumnsWriter {
     }
 
     /// Writes the message into `b`; `table` names an insert's target ("" for results).
-    pub fn finish<'b>(&mut self, b: &'b mut Builder, table: &str) -> Result<&'b [u8], ProtocolError> {
+    pub fn finish<'b>(&'b mut self, b: &'b mut Builder, table: &str) -> Result<&'b [u8], ProtocolError> {
         self.data.resize(align8(self.data.len()), 0);
         self.offsets.push(self.data.len() as u32);
         if self.data.len() > u32::MAX as usize {
             return Err(field("data", format!("{} bytes exceed the 4 GiB a message addresses", self.data.len())));
+        }
+        // A result (no table) without nulls may reuse the last message.
+        let templated = table.is_empty() && !self.any_null;
+        if let Some(at) = self.last.fits(self).filter(|_| templated) {
+            self.last.msg[at..].copy_from_slice(&self.data);
+            #[cfg(test)]
+            {
+                self.templated += 1;
+            }
+            return Ok(&self.last.msg);
         }
         let mut m = b.root::<Columns>();
         m.rows(self.rows as u64);
@@ -253,13 +298,32 @@ impl ColumnsWriter {
         let data = &self.data;
         m.s.set_list_with(Columns::data, 8, data.len() / 8, |dst| dst.copy_from_slice(data));
         m.table(table);
-        Ok(m.finish()?)
+        let msg = m.finish()?;
+        self.last.data_at = None;
+        if templated {
+            // NOTE: the data is the message's last section only while the
+            // table is empty; `fits` checks the length, this the position.
+            let t = &mut self.last;
+            t.msg.clear();
+            t.msg.extend_from_slice(msg);
+            let at = ColumnsView::parse(&t.msg).map(|v| v.data.as_ptr() as usize - t.msg.as_ptr() as usize);
+            if let Some(at) = at.ok().filter(|&at| t.msg.len() - at == self.data.len()) {
+                t.data_at = Some(at);
+                t.rows = self.rows;
+                (t.types.clear(), t.name_ends.clear(), t.names.clear(), t.offsets.clear());
+                t.types.extend_from_slice(&self.types);
+                t.name_ends.extend_from_slice(&self.name_ends);
+                t.names.extend_from_slice(&self.names);
+                t.offsets.extend_from_slice(&self.offsets);
+            }
+        }
+        Ok(msg)
     }
 }
 
 /// Encodes a query result (row-major values) as a `Columns` message.
 pub fn encode_result<'b>(
-    w: &mut ColumnsWriter,
+    w: &'b mut ColumnsWriter,
     b: &'b mut Builder,
     r: &datastore::QueryResult,
 ) -> Result<&'b [u8], ProtocolError> {
@@ -272,7 +336,7 @@ pub fn encode_result<'b>(
 
 /// Encodes rows to insert into `table` (columns in the schema's order).
 pub fn encode_batch<'b>(
-    w: &mut ColumnsWriter,
+    w: &'b mut ColumnsWriter,
     b: &'b mut Builder,
     table: &str,
     columns: &[(String, ColumnType)],
@@ -547,6 +611,41 @@ mod tests {
         assert_eq!(v.column(3).unwrap().values.len(), 8, "DateTime travels as 4 bytes a row");
         assert!(v.column(2).unwrap().is_null(1));
         assert_eq!(v.first_value().unwrap(), Some(Value::S("api".into())));
+    }
+
+    /// Results shaped alike reuse the last message with new data; every one
+    /// is byte for byte what a fresh writer builds, and a change of shape
+    /// (another name, row count, a null, a string's length) builds anew.
+    #[test]
+    fn a_templated_result_is_what_a_fresh_writer_builds() {
+        let one = |name: &str, rows: Vec<Vec<Value>>| {
+            let ty = match rows.iter().flatten().find(|v| !matches!(v, Value::Null)) {
+                Some(Value::S(_)) => ColumnType::String,
+                _ => ColumnType::UInt64,
+            };
+            datastore::QueryResult { columns: [name.to_string()].into(), types: [ty].into(), rows }
+        };
+        let cases = [
+            one("min(k)", vec![vec![Value::U(1)]]),
+            one("min(k)", vec![vec![Value::U(2)]]),
+            one("min(k)", vec![vec![Value::U(u64::MAX)]]),
+            one("max(k)", vec![vec![Value::U(7)]]),
+            one("max(k)", vec![vec![Value::U(8)], vec![Value::U(9)]]),
+            one("max(k)", vec![vec![Value::Null], vec![Value::U(9)]]),
+            one("max(k)", vec![vec![Value::U(3)], vec![Value::U(9)]]),
+            one("s", vec![vec![Value::S("ab".into())]]),
+            one("s", vec![vec![Value::S("cd".into())]]),
+            one("s", vec![vec![Value::S("abcdefghij".into())]]),
+        ];
+        let (mut w, mut b) = (ColumnsWriter::default(), Builder::new());
+        for r in &cases {
+            let fresh = encode_result(&mut ColumnsWriter::default(), &mut Builder::new(), r).unwrap().to_vec();
+            let msg = encode_result(&mut w, &mut b, r).unwrap().to_vec();
+            assert_eq!(msg, fresh, "{:?}", r.rows);
+            assert_eq!(ColumnsView::parse(&msg).unwrap().to_rows().unwrap(), r.rows);
+        }
+        // From the template: min(k) = 2 and u64::MAX, and "cd" (the length of "ab").
+        assert_eq!(w.templated, 3);
     }
 
     #[test]
