@@ -245,7 +245,15 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
         if r.method() != protocol::QUERY || answers.len() + run.calls.len() >= sh.cfg.max_promises {
             return;
         }
-        let Ok(Ok(sql)) = r.payload().map(std::str::from_utf8) else { return };
+        let Ok(payload) = r.payload() else { return };
+        // PERF: a repeated text was checked as UTF-8 with the call before it.
+        let text = match run.repeats(payload) {
+            true => None,
+            false => match std::str::from_utf8(payload) {
+                Ok(sql) => Some(sql),
+                Err(_) => return,
+            },
+        };
         let mut why = Vec::new();
         if (promise <= top && run.calls.iter().any(|c| c.promise == promise))
             || answers.admit(promise, 0, &mut why).is_err()
@@ -267,7 +275,10 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
             }
         };
         sh.counters.calls.fetch_add(1, Ordering::Relaxed);
-        run.push(promise, sql, prev);
+        match text {
+            Some(sql) => run.push(promise, sql, prev),
+            None => run.push_repeat(promise, prev),
+        }
         *used += n;
     }
 }

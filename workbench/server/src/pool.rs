@@ -42,6 +42,20 @@ impl Queries {
         self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev });
     }
 
+    /// Whether `sql` is the text of the last call (a chain's step, sent
+    /// again and again).
+    pub fn repeats(&self, sql: &[u8]) -> bool {
+        self.calls.last().is_some_and(|c| self.texts.as_bytes().get(c.sql.clone()) == Some(sql))
+    }
+
+    /// Adds a call with the last call's text, shared: neither copied nor
+    /// checked as UTF-8 again. See [`Queries::repeats`].
+    pub fn push_repeat(&mut self, promise: u32, prev: Prev) {
+        if let Some(sql) = self.calls.last().map(|c| c.sql.clone()) {
+            self.calls.push(QueryCall { promise, sql, prev });
+        }
+    }
+
     /// The calls, each with its SQL text.
     pub fn into_calls(self) -> (String, Vec<QueryCall>) {
         (self.texts, self.calls)
@@ -134,5 +148,26 @@ impl Pool {
         for t in threads {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repeated text is shared by the calls that send it; any other text
+    /// (or none before it) is not a repeat.
+    #[test]
+    fn a_repeated_text_is_shared_not_copied() {
+        let mut q = Queries::default();
+        assert!(!q.repeats(b"SELECT 1"), "nothing to repeat yet");
+        q.push(1, "SELECT 1", Prev::None);
+        assert!(q.repeats(b"SELECT 1") && !q.repeats(b"SELECT 2") && !q.repeats(b"SELECT 1 "));
+        q.push_repeat(2, Prev::None);
+        q.push(3, "SELECT 2", Prev::None);
+        let (texts, calls) = q.into_calls();
+        let sql: Vec<&str> = calls.iter().map(|c| &texts[c.sql.clone()]).collect();
+        assert_eq!(sql, ["SELECT 1", "SELECT 1", "SELECT 2"]);
+        assert_eq!(texts, "SELECT 1SELECT 2", "the repeat added no text");
     }
 }
