@@ -198,6 +198,7 @@ impl Conn {
             };
             if let Work::Queries(run) = &mut work {
                 gather_queries(sh, answers, inbuf, &mut used, run);
+                released_early(sh, inbuf, used, run);
             }
             let promises: Vec<u32> = match &work {
                 Work::Queries(q) => q.calls.iter().map(|c| c.promise).collect(),
@@ -280,6 +281,21 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
             None => run.push_repeat(promise, prev),
         }
         *used += n;
+    }
+}
+
+/// Marks the calls of `run` that the `finish` frames right after it (still
+/// in `inbuf[used..]`, answered later as usual) release: their answers need
+/// no body ([`crate::pool::QueryCall::wanted`]).
+fn released_early(sh: &Shared, inbuf: &[u8], mut used: usize, run: &mut Queries) {
+    while let Ok(Some((frame, n))) = decode_frame(&inbuf[used..], sh.cfg.max_frame) {
+        let Ok(r) = zap::read::<Request>(frame) else { return };
+        let Ok(payload) = r.payload() else { return };
+        if r.method() != FINISH {
+            return;
+        }
+        run.release(finish_run(r.target(), payload));
+        used += n;
     }
 }
 

@@ -92,7 +92,7 @@ impl Handler {
                     let (a, first) = match prev {
                         Ok(prev) => {
                             let mut first = None;
-                            (guarded(|| self.query(&texts[c.sql], prev, s, &mut first)), first)
+                            (guarded(|| self.query(&texts[c.sql], prev, c.wanted, s, &mut first)), first)
                         }
                         Err(a) => (a, None),
                     };
@@ -108,8 +108,17 @@ impl Handler {
     }
 
     /// One query's answer; `first` gets its first value if that is a
-    /// UInt64 or Int64 (which travel exactly) and the answer is OK.
-    fn query(&self, sql: &str, prev: Option<Value>, s: &mut Scratch, first: &mut Option<Value>) -> Answer {
+    /// UInt64 or Int64 (which travel exactly) and the answer is OK. Not
+    /// `wanted` (released already) and with such a first value, the answer
+    /// has no body: the run binds `$prev` from `first`, no one reads the rows.
+    fn query(
+        &self,
+        sql: &str,
+        prev: Option<Value>,
+        wanted: bool,
+        s: &mut Scratch,
+        first: &mut Option<Value>,
+    ) -> Answer {
         if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
             return match self.db.execute(sql) {
                 Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s),
@@ -127,13 +136,18 @@ impl Handler {
         };
         match self.db.select(sql, params, &limits) {
             Ok((r, _)) => {
+                let int = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
+                    (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
+                    (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
+                    _ => None,
+                };
+                if !wanted && int.is_some() {
+                    *first = int;
+                    return answer(protocol::OK, Vec::new());
+                }
                 let a = self.encode(&r, s);
                 if a.status == protocol::OK {
-                    *first = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
-                        (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
-                        (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
-                        _ => None,
-                    };
+                    *first = int;
                 }
                 a
             }

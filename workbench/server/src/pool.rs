@@ -39,7 +39,12 @@ impl Queries {
     pub fn push(&mut self, promise: u32, sql: &str, prev: Prev) {
         let at = self.texts.len();
         self.texts.push_str(sql);
-        self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev });
+        self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev, wanted: true });
+    }
+
+    /// Marks the calls a `finish` already releases (see [`QueryCall::wanted`]).
+    pub fn release(&mut self, run: zap::rpc::Run) {
+        self.calls.iter_mut().filter(|c| run.contains(c.promise)).for_each(|c| c.wanted = false);
     }
 
     /// Whether `sql` is the text of the last call (a chain's step, sent
@@ -52,7 +57,7 @@ impl Queries {
     /// checked as UTF-8 again. See [`Queries::repeats`].
     pub fn push_repeat(&mut self, promise: u32, prev: Prev) {
         if let Some(sql) = self.calls.last().map(|c| c.sql.clone()) {
-            self.calls.push(QueryCall { promise, sql, prev });
+            self.calls.push(QueryCall { promise, sql, prev, wanted: true });
         }
     }
 
@@ -67,6 +72,12 @@ pub struct QueryCall {
     pub promise: u32,
     pub sql: std::ops::Range<usize>,
     pub prev: Prev,
+    /// False when the client finished the promise in the same flight, before
+    /// its answer: the query still runs (a later call may bind `$prev` to it)
+    /// but, when its first value is an integer the run keeps, is answered
+    /// without a body. PERF: a pipelined chain's client needs only the last
+    /// link's rows; the others are neither encoded, stored nor sent.
+    pub wanted: bool,
 }
 
 /// Where a query's `$prev` comes from.

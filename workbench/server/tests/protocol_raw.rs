@@ -53,6 +53,37 @@ fn methods_answer_with_their_results() {
     s.stop();
 }
 
+/// A call finished in the same flight as it, before its answer, still runs
+/// (its dependent binds `$prev` to it) and is answered, without rows when
+/// its first value is an integer the run keeps; a string first value keeps
+/// its rows (a dependent binds from them). Unfinished calls keep theirs.
+#[test]
+fn a_call_finished_in_its_flight_is_answered_without_rows() {
+    let (_d, s) = start("released", Config::default());
+    let mut r = Raw::connect(s.addr);
+    let mut flight = frame(protocol::QUERY, 1, 0, b"SELECT count() FROM kv WHERE k >= 100");
+    flight.extend(frame(protocol::QUERY, 2, 1, b"SELECT name FROM kv WHERE k = $prev"));
+    flight.extend(frame(protocol::QUERY, 3, 0, b"SELECT name FROM kv WHERE k = 7"));
+    flight.extend(frame(protocol::QUERY, 4, 3, b"SELECT count() FROM kv WHERE name = $prev"));
+    flight.extend(frame(protocol::QUERY, 5, 0, b"SELECT count() FROM kv WHERE k < 10"));
+    flight.extend(frame(zap::rpc::FINISH, 0, 1, &3u32.to_le_bytes()));
+    r.send(&flight);
+    let got: Vec<_> = (0..5).map(|_| r.recv().expect("an answer a call")).collect();
+    assert_eq!((got[0].0, got[0].1, got[0].2.len()), (200, 1, 0), "released, an integer: no rows");
+    assert_eq!((got[1].0, got[1].1, rows(&got[1].2)), (200, 2, vec![vec![Value::S("n19900".into())]]));
+    assert_eq!(
+        (got[2].0, got[2].1, rows(&got[2].2)),
+        (200, 3, vec![vec![Value::S("n7".into())]]),
+        "a string first value"
+    );
+    assert_eq!((got[3].1, rows(&got[3].2)), (4, vec![vec![Value::U(1)]]));
+    assert_eq!((got[4].1, rows(&got[4].2)), (5, vec![vec![Value::U(10)]]), "not finished: its rows");
+    // Released: a call naming one of them is refused; the unfinished ones are held.
+    assert_eq!(r.call(protocol::QUERY, 6, 1, b"SELECT count() FROM kv WHERE k = $prev").0, protocol::GONE);
+    assert_eq!(r.call(protocol::QUERY, 7, 4, b"SELECT count() FROM kv WHERE k = $prev").0, 200);
+    s.stop();
+}
+
 #[test]
 fn bad_calls_get_their_status_and_the_connection_serves_on() {
     let cfg = Config { max_promises: 9, ..Config::default() };
