@@ -310,7 +310,10 @@ impl ColumnsWriter {
             if let Some(at) = at.ok().filter(|&at| t.msg.len() - at == self.data.len()) {
                 t.data_at = Some(at);
                 t.rows = self.rows;
-                (t.types.clear(), t.name_ends.clear(), t.names.clear(), t.offsets.clear());
+                t.types.clear();
+                t.name_ends.clear();
+                t.names.clear();
+                t.offsets.clear();
                 t.types.extend_from_slice(&self.types);
                 t.name_ends.extend_from_slice(&self.name_ends);
                 t.names.extend_from_slice(&self.names);
