@@ -352,8 +352,10 @@ impl BufPool {
         self.free.pop().unwrap_or_default()
     }
     /// Returns a buffer to the pool (or drops it when the pool is full).
+    /// A buffer that never allocated is not kept: it saves nothing, and a
+    /// server releasing empty answers filled its pool with them.
     pub fn put(&mut self, mut buf: Vec<u8>) {
-        if self.free.len() < self.max_buffers && buf.capacity() <= self.max_capacity {
+        if buf.capacity() > 0 && self.free.len() < self.max_buffers && buf.capacity() <= self.max_capacity {
             buf.clear();
             self.free.push(buf);
         }
@@ -536,5 +538,7 @@ mod tests {
         assert!(b.is_empty() && b.capacity() == cap);
         pool.put(vec![0; 1000]);
         assert_eq!(pool.free_count(), 0, "oversized buffer dropped");
+        pool.put(Vec::new());
+        assert_eq!(pool.free_count(), 0, "a buffer that never allocated is not kept");
     }
 }
