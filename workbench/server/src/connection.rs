@@ -427,7 +427,13 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
             EMPTY.with(|e| push_response(out, protocol::OK, promise, e));
             return None;
         }
-        (Ok(None), protocol::STATS) => Answer { status: protocol::OK, body: stats(sh).into_bytes() },
+        (Ok(None), protocol::STATS) => {
+            // Into a pooled body: released, it goes back to the pool it came
+            // from, so sampling the server does not grow that pool.
+            let mut body = sh.handler.bodies().lock().map(|mut p| p.get()).unwrap_or_default();
+            body.extend_from_slice(stats(sh).as_bytes());
+            Answer { status: protocol::OK, body }
+        }
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
             Ok(sql) => {
                 let prev = prev.map_or(Prev::None, Prev::Value);

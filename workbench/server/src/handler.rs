@@ -21,8 +21,10 @@ pub struct Scratch {
     bodies: Vec<Vec<u8>>,
 }
 
-/// Answer bodies kept for reuse: 1,024 of up to 1 KiB (1 MiB at most).
-const BODIES: usize = 1024;
+/// Answer bodies kept for reuse: 64 of up to 1 KiB (64 KiB at most). A
+/// pipelined chain needs one (its links but the last have no rows), a
+/// request-response call one.
+const BODIES: usize = 64;
 const BODY_CAPACITY: usize = 1 << 10;
 
 /// The engine behind the server: the data directory, the limits, and one
