@@ -608,17 +608,34 @@ mod tests {
     use super::*;
     use crate::duplex::MemPipe;
 
+    /// A client and a server over in-memory pipes, the client's numbering
+    /// starting at `next`; `up` is the client→server pipe, to inspect.
+    struct Pair {
+        client: Client<MemPipe, MemPipe>,
+        server: ServerConn,
+        sr: FrameReader<MemPipe>,
+        sw: FrameWriter<MemPipe>,
+        up: MemPipe,
+    }
+
+    impl Pair {
+        fn numbered_from(next: u32) -> Pair {
+            let (up, down) = (MemPipe::new(), MemPipe::new());
+            let mut client = Client::new(down.clone(), up.clone());
+            client.next = next;
+            let server = ServerConn::new(Limits::default());
+            let (sr, sw) = (FrameReader::new(up.clone()), FrameWriter::new(down));
+            Pair { client, server, sr, sw, up }
+        }
+    }
+
     /// Calls numbered across the wrap past `u32::MAX` (where the slots stop
     /// being in promise order and the lookup falls back to a scan), waited
     /// for out of order, some finished before their answers arrive: every
     /// wait gets its own call's answer.
     #[test]
     fn promises_across_the_wrap_find_their_answers() {
-        let (up, down) = (MemPipe::new(), MemPipe::new());
-        let mut client = Client::new(down.clone(), up.clone());
-        client.next = u32::MAX - 2;
-        let mut server = ServerConn::new(Limits::default());
-        let (mut sr, mut sw) = (FrameReader::new(up), FrameWriter::new(down));
+        let Pair { mut client, mut server, mut sr, mut sw, .. } = Pair::numbered_from(u32::MAX - 2);
         let mut d = Dispatcher::new();
         d.register(1, |c, out| {
             out.extend_from_slice(c.payload);
@@ -645,11 +662,7 @@ mod tests {
     /// exactly the promises each run names.
     #[test]
     fn consecutive_finishes_travel_as_one_run() {
-        let (up, down) = (MemPipe::new(), MemPipe::new());
-        let mut client = Client::new(down.clone(), up.clone());
-        client.next = u32::MAX - 3;
-        let mut server = ServerConn::new(Limits::default());
-        let (mut sr, mut sw) = (FrameReader::new(up.clone()), FrameWriter::new(down));
+        let Pair { mut client, mut server, mut sr, mut sw, up } = Pair::numbered_from(u32::MAX - 3);
         let mut d = Dispatcher::new();
         d.register(1, |_, _| Ok(()));
         // u32::MAX − 3 ..= u32::MAX, then 1 ..= 6.

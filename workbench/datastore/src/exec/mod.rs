@@ -479,11 +479,11 @@ fn in_parallel<T: Send>(
     }
 }
 
-/// An empty column of type `t`, shared until written.
 /// INLINE_COLS = 8: the chain table has 1 column, the paper's hits table more
 /// (its scans are long enough not to notice one allocation).
 const INLINE_COLS: usize = 8;
 
+/// An empty column of type `t`, shared until written.
 fn empty(t: ColumnType) -> Arc<ColumnData> {
     static EMPTY: std::sync::OnceLock<[Arc<ColumnData>; 4]> = std::sync::OnceLock::new();
     let e = EMPTY.get_or_init(|| {
