@@ -55,6 +55,30 @@ pub struct Db {
     parsed: sql::ParseCache,
 }
 
+/// A SELECT planned and bound, with the table it runs on ([`Db::bind`]).
+/// PERF: a server running the same text many times in a row (a pipelined
+/// chain's steps) rebinds it, neither looking its text up in the cache nor
+/// its table up in the directory again. A table is never replaced under
+/// its name, so the one held is the one a lookup would find.
+pub struct BoundSelect {
+    table: Arc<Table>,
+    bound: sql::Bound,
+}
+
+impl BoundSelect {
+    /// Runs the statement on a snapshot of its table taken now.
+    pub fn run(&self, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
+        let b = &self.bound;
+        exec::Plan::prepared(&self.table.schema, b.select(), b.shape(), b.filter())
+            .execute(&self.table.snapshot(), limits)
+    }
+
+    /// The same statement with other parameters.
+    pub fn rebind(&self, params: sql::Params<'_>) -> Result<BoundSelect> {
+        Ok(BoundSelect { table: self.table.clone(), bound: self.bound.rebind(params)? })
+    }
+}
+
 /// What a statement produced.
 pub enum Output {
     Created(String),
@@ -120,6 +144,12 @@ impl Db {
     /// Runs one SELECT with `$name` placeholders bound to `params`, under
     /// `limits`: the engine API a server calls.
     pub fn select(&self, sql: &str, params: sql::Params<'_>, limits: &exec::Limits) -> Result<(QueryResult, Stats)> {
+        self.bind(sql, params)?.run(limits)
+    }
+
+    /// A SELECT bound to `params` and to its table, to run (and rebind)
+    /// later: [`Db::select`] in two steps.
+    pub fn bind(&self, sql: &str, params: sql::Params<'_>) -> Result<BoundSelect> {
         // The table the cache checks the plan's schema against is the one it runs on.
         let looked_up: std::cell::RefCell<Option<Arc<Table>>> = Default::default();
         let schema_of = |name: &str| -> Result<Arc<part::Schema>> {
@@ -129,13 +159,12 @@ impl Db {
             Ok(schema)
         };
         match self.parsed.bind(sql, &schema_of, params)? {
-            sql::BoundStatement::Select(b) => {
-                let q = b.select();
-                let t = match looked_up.take() {
-                    Some(t) if t.schema.table == q.table => t,
-                    _ => self.table(&q.table)?,
+            sql::BoundStatement::Select(bound) => {
+                let table = match looked_up.take() {
+                    Some(t) if t.schema.table == bound.select().table => t,
+                    _ => self.table(&bound.select().table)?,
                 };
-                exec::Plan::prepared(&t.schema, q, b.shape(), b.filter()).execute(&t.snapshot(), limits)
+                Ok(BoundSelect { table, bound })
             }
             sql::BoundStatement::Create(s) => {
                 Err(Error::Table { table: s.table, what: "CREATE TABLE is not a query; use execute".into() })

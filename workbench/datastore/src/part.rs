@@ -332,6 +332,11 @@ impl Part {
         self.meta.granules
     }
 
+    /// Rows in granule `g` (the last one may be short).
+    pub fn granule_rows(&self, g: usize) -> usize {
+        self.meta.rows.min(((g + 1) * GRANULE) as u64) as usize - g * GRANULE
+    }
+
     /// Decodes granule `g` of column `c` into `out`.
     pub fn read(&self, c: usize, g: usize, s: &mut Scratch, out: &mut ColumnData) -> Result<()> {
         let col = &self.schema.columns[c];

@@ -290,6 +290,11 @@ impl Bound {
         &self.prepared.shape
     }
 
+    /// The same statement bound to other parameters.
+    pub fn rebind(&self, params: Params<'_>) -> Result<Bound> {
+        Ok(Bound { prepared: self.prepared.clone(), filter: self.prepared.bind(params)? })
+    }
+
     /// The bound statement as a plain [`Select`].
     pub fn into_select(self) -> Select {
         let mut s = self.prepared.select.clone();

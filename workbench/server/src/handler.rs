@@ -21,6 +21,16 @@ pub struct Scratch {
     bodies: Vec<Vec<u8>>,
 }
 
+/// A query of a run: its SQL is `text[sql]`.
+struct Call<'a> {
+    text: &'a str,
+    sql: std::ops::Range<usize>,
+    wanted: bool,
+}
+
+/// The run's last SELECT, bound, and where its text lies in the run.
+type Kept = (std::ops::Range<usize>, datastore::BoundSelect);
+
 /// Answer bodies kept for reuse: 64 of up to 1 KiB (64 KiB at most). A
 /// pipelined chain needs one (its links but the last have no rows), a
 /// request-response call one.
@@ -82,6 +92,9 @@ impl Handler {
                 // Each answer's first value when it is a 64-bit integer (the
                 // value its body decodes to), so `$prev` skips the decode.
                 let mut firsts: Vec<Option<Value>> = Vec::with_capacity(calls.len());
+                // The last SELECT bound, by its text's place in the run: a
+                // repeated text shares that place (`Queries::push_repeat`).
+                let mut kept: Option<Kept> = None;
                 for c in calls {
                     let prev = match c.prev {
                         Prev::None => Ok(None),
@@ -94,7 +107,8 @@ impl Handler {
                     let (a, first) = match prev {
                         Ok(prev) => {
                             let mut first = None;
-                            (guarded(|| self.query(&texts[c.sql], prev, c.wanted, s, &mut first)), first)
+                            let call = Call { text: &texts, sql: c.sql, wanted: c.wanted };
+                            (guarded(|| self.query(call, prev, s, &mut kept, &mut first)), first)
                         }
                         Err(a) => (a, None),
                     };
@@ -113,14 +127,16 @@ impl Handler {
     /// UInt64 or Int64 (which travel exactly) and the answer is OK. Not
     /// `wanted` (released already) and with such a first value, the answer
     /// has no body: the run binds `$prev` from `first`, no one reads the rows.
+    /// A SELECT whose text is `kept`'s is rebound, not looked up again.
     fn query(
         &self,
-        sql: &str,
+        call: Call<'_>,
         prev: Option<Value>,
-        wanted: bool,
         s: &mut Scratch,
+        kept: &mut Option<Kept>,
         first: &mut Option<Value>,
     ) -> Answer {
+        let sql = &call.text[call.sql.clone()];
         if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
             return match self.db.execute(sql) {
                 Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s),
@@ -136,14 +152,23 @@ impl Handler {
             max_rows: Some(self.cfg.max_result_rows),
             threads: self.cfg.query_threads,
         };
-        match self.db.select(sql, params, &limits) {
+        let select = match kept.take() {
+            Some((at, b)) if at == call.sql => b.rebind(params),
+            _ => self.db.bind(sql, params),
+        };
+        let result = select.and_then(|b| {
+            let r = b.run(&limits);
+            *kept = Some((call.sql.clone(), b));
+            r
+        });
+        match result {
             Ok((r, _)) => {
                 let int = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
                     (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
                     (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
                     _ => None,
                 };
-                if !wanted && int.is_some() {
+                if !call.wanted && int.is_some() {
                     *first = int;
                     return answer(protocol::OK, Vec::new());
                 }

@@ -106,21 +106,16 @@ pub(super) fn eval(p: &Pred, cols: &[std::sync::Arc<ColumnData>], n: usize, out:
 /// of its type, or is a conjunction of such comparisons. Two binary
 /// searches instead of a comparison and a mask per row; `None` when `p`
 /// is of another shape (then [`eval`] decides row by row).
-pub(super) fn key_span(
-    p: &Pred,
-    schema: &Schema,
-    cols: &[std::sync::Arc<ColumnData>],
-    n: usize,
-) -> Option<(usize, usize)> {
+pub(super) fn key_span(p: &Pred, key0: usize, key: &ColumnData, n: usize) -> Option<(usize, usize)> {
     match p {
-        Pred::Cmp { col, op, lit } if schema.order_by.first() == Some(col) => match (&*cols[*col], lit) {
+        Pred::Cmp { col, op, lit } if *col == key0 => match (key, lit) {
             (ColumnData::U64(v), Value::U(x)) => run_of(&v[..n], *x, *op),
             (ColumnData::I64(v), Value::I(x)) => run_of(&v[..n], *x, *op),
             _ => None,
         },
         Pred::And(a, b) => {
-            let (a0, a1) = key_span(a, schema, cols, n)?;
-            let (b0, b1) = key_span(b, schema, cols, n)?;
+            let (a0, a1) = key_span(a, key0, key, n)?;
+            let (b0, b1) = key_span(b, key0, key, n)?;
             let (lo, hi) = (a0.max(b0), a1.min(b1));
             Some((lo, hi.max(lo)))
         }
@@ -221,6 +216,12 @@ fn first_key_bounds(p: &Pred, key0: usize, lo: &mut Option<Value>, hi: &mut Opti
 
 /// The granules of `part` that may match `filter`, in order.
 pub fn prune<'a>(filter: Option<&'a Pred>, schema: &'a Schema, part: &'a Part) -> impl Iterator<Item = usize> + 'a {
+    key_granules(filter, schema, part).filter(move |&g| filter.is_none_or(|p| may_match(p, schema, part, g)))
+}
+
+/// The granules of `part` inside the bounds `filter` puts on the first key
+/// column, in order: the sparse index's binary search alone.
+pub(super) fn key_granules(filter: Option<&Pred>, schema: &Schema, part: &Part) -> std::ops::Range<usize> {
     let n = part.granules();
     let (mut lo, mut hi) = (None, None);
     if let (Some(p), Some(&key0)) = (filter, schema.order_by.first()) {
@@ -230,7 +231,7 @@ pub fn prune<'a>(filter: Option<&'a Pred>, schema: &'a Schema, part: &'a Part) -
     // is sorted across the part: binary search both ends.
     let start = lo.map_or(0, |l| part.index[1..].partition_point(|k| k[0] < l));
     let end = hi.map_or(n, |h| part.index[..n].partition_point(|k| k[0] <= h));
-    (start..end.max(start)).filter(move |&g| filter.is_none_or(|p| may_match(p, schema, part, g)))
+    start..end.max(start)
 }
 
 #[cfg(test)]
@@ -269,7 +270,7 @@ mod tests {
                                 Pred::And(Box::new(one), Box::new(Pred::Cmp { col: 0, op: op2, lit: Value::U(y) }))
                             }
                         };
-                        let (a, b) = key_span(&p, &schema, &cols, n).expect("a key range");
+                        let (a, b) = key_span(&p, 0, &cols[0], n).expect("a key range");
                         let mut mask = Vec::new();
                         eval(&p, &cols, n, &mut mask, &mut pool);
                         let want: Vec<bool> = (0..n).map(|j| (a..b).contains(&j)).collect();
@@ -290,7 +291,7 @@ mod tests {
                 Box::new(Pred::Cmp { col: 0, op: CmpOp::Gt, lit: Value::U(8) }),
             ),
         ] {
-            assert_eq!(key_span(&p, &schema, &cols, 10), None, "{p:?}");
+            assert_eq!(key_span(&p, 0, &cols[0], 10), None, "{p:?}");
         }
     }
 
