@@ -243,7 +243,10 @@ impl Prepared {
         let ctx = Ctx::binding(&self.schema, params);
         // PERF: one placeholder (a chain's `$prev`) binds with no vector of values.
         let first = ctx.literal(&self.slots[0].expr, self.slots[0].col)?;
-        let rest: Vec<Value> = self.slots[1..].iter().map(|s| ctx.literal(&s.expr, s.col)).collect::<Result<_>>()?;
+        let rest: Vec<Value> = match &self.slots[1..] {
+            [] => Vec::new(),
+            more => more.iter().map(|s| ctx.literal(&s.expr, s.col)).collect::<Result<_>>()?,
+        };
         let (mut values, mut slots) = (std::iter::once(first).chain(rest), self.slots.iter().peekable());
         let mut ordinal = 0;
         f.literals_mut(&mut |lit| {

@@ -56,6 +56,26 @@ fn a_kept_partial_starts_every_call_afresh() {
     assert_eq!((a.rows.len(), &a.rows), (3, &b.rows));
 }
 
+/// A bound statement rebound again and again, each result's rows given
+/// back for the next to answer into (`BoundSelect::recycle`), answers as
+/// the literal query does: the key-extremes path that reuses the rows, a
+/// call passing no row (NULL), and a scan that does not reuse them.
+#[test]
+fn a_rebound_statement_answers_into_recycled_rows_as_a_fresh_one_does() {
+    let db = chain_db("recycle");
+    for items in ["min(k), max(k)", "max(k)", "count(), min(k)"] {
+        let step = format!("SELECT {items} FROM chain WHERE k > $prev");
+        let mut b = db.bind(&step, &[("$prev", Value::U(0))]).unwrap();
+        for v in [3u64, 98, 99, 500, 0, 42] {
+            b = b.rebind(&[("$prev", Value::U(v))]).unwrap();
+            let (r, _) = b.run(&limits()).unwrap();
+            let (fresh, _) = db.select(&format!("SELECT {items} FROM chain WHERE k > {v}"), &[], &limits()).unwrap();
+            assert_eq!(r, fresh, "{step}, $prev = {v}");
+            b.recycle(r.rows);
+        }
+    }
+}
+
 /// Table `chain` with its one column `k` of type `ty`.
 fn chain_schema(ty: datastore::ColumnType) -> std::sync::Arc<datastore::part::Schema> {
     std::sync::Arc::new(datastore::part::Schema {

@@ -156,30 +156,34 @@ impl Handler {
             Some((at, b)) if at == call.sql => b.rebind(params),
             _ => self.db.bind(sql, params),
         };
-        let result = select.and_then(|b| {
+        let result = select.and_then(|mut b| {
             let r = b.run(&limits);
             *kept = Some((call.sql.clone(), b));
             r
         });
-        match result {
-            Ok((r, _)) => {
-                let int = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
-                    (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
-                    (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
-                    _ => None,
-                };
-                if !call.wanted && int.is_some() {
-                    *first = int;
-                    return answer(protocol::OK, Vec::new());
-                }
-                let a = self.encode(&r, s);
-                if a.status == protocol::OK {
-                    *first = int;
-                }
-                a
+        let r = match result {
+            Ok((r, _)) => r,
+            Err(e) => return answer(status_of(&e), e.to_string()),
+        };
+        let int = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
+            (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
+            (Some(ColumnType::Int64), Some(v @ Value::I(_))) => Some(v.clone()),
+            _ => None,
+        };
+        let a = if !call.wanted && int.is_some() {
+            *first = int;
+            answer(protocol::OK, Vec::new())
+        } else {
+            let a = self.encode(&r, s);
+            if a.status == protocol::OK {
+                *first = int;
             }
-            Err(e) => answer(status_of(&e), e.to_string()),
+            a
+        };
+        if let Some((_, b)) = kept {
+            b.recycle(r.rows);
         }
+        a
     }
 
     fn encode(&self, r: &datastore::QueryResult, s: &mut Scratch) -> Answer {

@@ -264,6 +264,17 @@ impl<'a> Plan<'a> {
 
     /// Runs the plan over a snapshot of parts.
     pub fn execute(&self, parts: &[Arc<Part>], limits: &Limits) -> Result<(QueryResult, Stats)> {
+        self.execute_reusing(parts, limits, Vec::new())
+    }
+
+    /// [`Plan::execute`], answering into `spare`'s allocations where it can
+    /// (a result of one row: see [`crate::BoundSelect::recycle`]).
+    pub fn execute_reusing(
+        &self,
+        parts: &[Arc<Part>],
+        limits: &Limits,
+        spare: Vec<Vec<Value>>,
+    ) -> Result<(QueryResult, Stats)> {
         let q = self.q;
         let mut stats = Stats {
             granules_total: parts.iter().map(|p| p.granules()).sum(),
@@ -273,7 +284,7 @@ impl<'a> Plan<'a> {
         };
         if self.shape.extremes {
             let mut read = Stats::default();
-            if let Some(rows) = self.key_extremes(parts, limits, &mut read)? {
+            if let Some(rows) = self.key_extremes(parts, limits, &mut read, spare)? {
                 stats.add(&read);
                 let (columns, types) = (self.shape.columns.clone(), self.shape.types.clone());
                 return Ok((QueryResult { columns, types, rows }, stats));
@@ -350,7 +361,13 @@ impl<'a> Plan<'a> {
     /// `None` sends the query to the scan: the filter is of another shape
     /// (or its literal of another type), or SMALL_SCAN granules from one end
     /// passed no row (a long run of equal keys at the bound).
-    fn key_extremes(&self, parts: &[Arc<Part>], limits: &Limits, stats: &mut Stats) -> Result<Option<Vec<Vec<Value>>>> {
+    fn key_extremes(
+        &self,
+        parts: &[Arc<Part>],
+        limits: &Limits,
+        stats: &mut Stats,
+        spare: Vec<Vec<Value>>,
+    ) -> Result<Option<Vec<Vec<Value>>>> {
         let key0 = self.schema.order_by[0];
         let is = |max: bool| {
             self.q
@@ -401,7 +418,16 @@ impl<'a> Plan<'a> {
             let max = matches!(it, Item::Agg(Agg::Max(_)));
             found[max as usize].clone().unwrap_or(Value::Null)
         };
-        Ok(Some(vec![self.q.items.iter().map(value).collect()]))
+        let mut rows = spare;
+        rows.truncate(1);
+        match rows.first_mut() {
+            Some(row) => {
+                row.clear();
+                row.extend(self.q.items.iter().map(value));
+            }
+            None => rows.push(self.q.items.iter().map(value).collect()),
+        }
+        Ok(Some(rows))
     }
 
     /// GROUP BY / aggregates: partitions aggregated in parallel and merged,
