@@ -244,15 +244,7 @@ mod tests {
     /// binary search is exactly the rows the row-by-row mask passes.
     #[test]
     fn key_runs_are_the_rows_the_mask_passes() {
-        use crate::part::ColumnDef;
-        let schema = Schema {
-            table: "t".into(),
-            columns: vec![
-                ColumnDef { name: "k".into(), ty: crate::types::ColumnType::UInt64, codec: crate::codec::Codec::Lz4 },
-                ColumnDef { name: "i".into(), ty: crate::types::ColumnType::Int64, codec: crate::codec::Codec::Lz4 },
-            ],
-            order_by: vec![0, 1],
-        };
+        // Column 0 (k) is the first sort key; column 1 (i) is not.
         let k: Vec<u64> = vec![2, 2, 3, 5, 5, 5, 8, 9, 9, 12];
         let i: Vec<i64> = (0..10).map(|x| 4 - x).collect();
         let cols = [std::sync::Arc::new(ColumnData::U64(k.clone())), std::sync::Arc::new(ColumnData::I64(i))];
