@@ -269,7 +269,7 @@ impl<'a> Plan<'a> {
 
     /// [`Plan::execute`], answering into `spare`'s allocations where it can
     /// (a result of one row: see [`crate::BoundSelect::recycle`]).
-    pub fn execute_reusing(
+    pub(crate) fn execute_reusing(
         &self,
         parts: &[Arc<Part>],
         limits: &Limits,
@@ -369,19 +369,16 @@ impl<'a> Plan<'a> {
         spare: Vec<Vec<Value>>,
     ) -> Result<Option<Vec<Vec<Value>>>> {
         let key0 = self.schema.order_by[0];
-        let is = |max: bool| {
-            self.q
-                .items
-                .iter()
-                .any(|it| matches!(it, Item::Agg(Agg::Max(_)) if max) || matches!(it, Item::Agg(Agg::Min(_)) if !max))
-        };
+        let is_max = |it: &Item| matches!(it, Item::Agg(Agg::Max(_)));
+        // Which ends the items ask for: [min, max].
+        let wanted = [self.q.items.iter().any(|it| !is_max(it)), self.q.items.iter().any(is_max)];
         let mut scratch = Scratch::default();
         // [min, max] so far over the parts.
         let mut found: [Option<Value>; 2] = [None, None];
         for part in parts {
             let granules = filter::key_granules(self.filter, self.schema, part);
             for max in [false, true] {
-                if !is(max) {
+                if !wanted[max as usize] {
                     continue;
                 }
                 let mut walk = granules.clone();
@@ -414,10 +411,7 @@ impl<'a> Plan<'a> {
                 }
             }
         }
-        let value = |it: &Item| {
-            let max = matches!(it, Item::Agg(Agg::Max(_)));
-            found[max as usize].clone().unwrap_or(Value::Null)
-        };
+        let value = |it: &Item| found[is_max(it) as usize].clone().unwrap_or(Value::Null);
         let mut rows = spare;
         rows.truncate(1);
         match rows.first_mut() {
