@@ -20,6 +20,22 @@ pub enum Error {
     Deadline { ms: u64 },
     #[error("result exceeds the limit of {max} rows")]
     ResultTooLarge { max: usize },
+    /// A table or column name that is not an identifier ([`crate::name`]).
+    #[error("{kind} name \"{name}\" {why}")]
+    Name { kind: &'static str, name: String, why: String },
+    /// SQL larger or deeper than the parser admits ([`crate::sql::limits`]):
+    /// `limit` names the constant, `max` its value.
+    #[error("SQL: {what} exceeds the limit of {max} (datastore::sql::limits::{limit})")]
+    SqlLimit { what: String, max: usize, limit: &'static str },
+}
+
+impl Error {
+    /// Whether the error is the caller's (bad SQL, names, limits) rather
+    /// than the storage's: a server answers these with a 4xx and their
+    /// text, and the others with a 5xx that names no path.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, Error::Io { .. } | Error::Corrupt { .. })
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

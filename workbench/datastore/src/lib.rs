@@ -21,6 +21,7 @@
 //! - [`part`]: the part format, its streaming writer and its reader.
 //! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
 //!   background merger.
+//! - [`name`]: table and column names are identifiers, never paths (checked once, before the file system).
 //! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name`
 //!   parameters; [`Db::select`] keeps recent syntax trees by text ([`sql::ParseCache`]).
 //! - [`exec`]: a [`exec::Plan`] and its operators (scan with granule pruning,
@@ -34,6 +35,7 @@ pub mod codec;
 pub mod error;
 pub mod exec;
 pub mod gen;
+pub mod name;
 pub mod part;
 pub mod sql;
 pub mod table;
@@ -123,8 +125,10 @@ impl Db {
         let mut names = Vec::new();
         let rd = std::fs::read_dir(&self.dir).map_err(|source| Error::Io { path: self.dir.clone(), source })?;
         for e in rd.flatten() {
-            if e.path().join("table.json").exists() {
-                names.push(e.file_name().to_string_lossy().into_owned());
+            let name = e.file_name().to_string_lossy().into_owned();
+            // A directory put there by hand under another name is not a table.
+            if name::check(name::Kind::Table, &name).is_ok() && e.path().join("table.json").exists() {
+                names.push(name);
             }
         }
         names.sort();

@@ -36,10 +36,13 @@ fn table_err(schema: &Schema, what: impl Into<String>) -> Error {
 
 impl Table {
     /// Creates `<data>/<schema.table>/` and its `table.json`.
+    /// The names are checked first ([`crate::name::check_schema`]).
     pub fn create(data: &Path, schema: Schema) -> Result<Table> {
+        crate::name::check_schema(&schema)?;
         let dir = data.join(&schema.table);
         if dir.join("table.json").exists() {
-            return Err(table_err(&schema, format!("already exists in {}", data.display())));
+            // NOTE: no path in the message: a server answers with it.
+            return Err(table_err(&schema, "already exists"));
         }
         std::fs::create_dir_all(&dir).at(&dir)?;
         let p = dir.join("table.json");
@@ -50,12 +53,14 @@ impl Table {
     }
 
     /// Opens a table, finishing what a crash interrupted (see the module docs).
+    /// `name` is checked first ([`crate::name::check`]).
     pub fn open(data: &Path, name: &str) -> Result<Table> {
+        crate::name::check(crate::name::Kind::Table, name)?;
         let dir = data.join(name);
         let p = dir.join("table.json");
         let bytes = std::fs::read(&p).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Table { table: name.into(), what: format!("does not exist in {}", data.display()) }
+                Error::Table { table: name.into(), what: "does not exist".into() }
             } else {
                 Error::Io { path: p.clone(), source: e }
             }

@@ -47,7 +47,15 @@ pub struct Counters {
     pub errors: AtomicU64,
     pub closed_bad_frame: AtomicU64,
     pub closed_stalled: AtomicU64,
+    /// Peers closed for leaving their answers unread past `write_timeout`.
+    pub closed_unread: AtomicU64,
 }
+
+/// OUT_FLUSH = 256 KiB: answers queued for one socket are written once they
+/// pass this, before the next call is taken, so a flight of large answers
+/// is never all in memory twice (stored and queued), and a peer that does
+/// not read stops the connection's reading at the first blocked write.
+const OUT_FLUSH: usize = 256 << 10;
 
 /// FIRST_READ = 4 KiB: room a pooled buffer offers for the first read of a
 /// burst; a ping is 52 bytes, a chain of 64 queries a few KiB.
@@ -101,6 +109,8 @@ pub async fn serve(stream: TcpStream, sh: Arc<Shared>) {
     if c.inbuf.capacity() > 0 {
         put_buf(&sh, c.inbuf);
     }
+    // The answers it held go with it.
+    sh.handler.budget().release(c.answers.bytes());
 }
 
 /// A peer that vanished is routine; anything else is worth a line.
@@ -186,36 +196,48 @@ impl Conn {
             }
         }
         let _busy = sh.shutdown.working();
-        let mut out = sh.bufs.lock().map(|mut p| p.get()).unwrap_or_default();
+        let mut out = Out { buf: sh.bufs.lock().map(|mut p| p.get()).unwrap_or_default(), counted: 0 };
         // Calls that need no worker (ping, stats, finish, every error) are
         // answered inline, without awaiting.
         let mut used = 0;
         let close = loop {
-            let (promise, mut work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out) {
+            let (promise, mut work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out.buf) {
                 Inline::Done { close } => break close,
                 Inline::Pool { promise, work } => (promise, work),
-                Inline::Failed(e) => return Err(e),
+                Inline::Failed(e) => {
+                    out.discard(sh);
+                    return Err(e);
+                }
             };
             if let Work::Queries(run) = &mut work {
                 gather_queries(sh, answers, inbuf, &mut used, run);
                 released_early(sh, inbuf, used, run);
+                run.room = sh.cfg.conn_answer_budget.saturating_sub(answers.bytes() + out.counted);
             }
             let promises: Vec<u32> = match &work {
                 Work::Queries(q) => q.calls.iter().map(|c| c.promise).collect(),
                 Work::Insert { .. } => vec![promise],
             };
-            for (p, a) in promises.into_iter().zip(sh.pool.run(work).await) {
-                complete(sh, answers, p, a, &mut out);
+            let mut results = sh.pool.run(work).await.into_iter();
+            let mut failed = None;
+            for (p, a) in promises.into_iter().zip(&mut results) {
+                out.counted += complete(sh, answers, p, a, &mut out.buf);
+                if out.buf.len() >= OUT_FLUSH {
+                    if let Err(e) = out.write(stream, sh).await {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            // Answers never stored (the connection is closing) give back what
+            // the worker reserved for them.
+            results.for_each(|a| sh.handler.budget().release(a.reserved));
+            if let Some(e) = failed {
+                return Err(e);
             }
         };
-        let wrote = match stream.try_write(&out) {
-            Ok(n) if n == out.len() => Ok(()),
-            Ok(n) => stream.write_all(&out[n..]).await,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.write_all(&out).await,
-            Err(e) => Err(e),
-        };
-        put_buf(sh, out);
-        wrote?;
+        out.write(stream, sh).await?;
+        put_buf(sh, out.buf);
         if used > 0 {
             *frame_began = tokio::time::Instant::now();
         }
@@ -390,14 +412,19 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
     };
     if method == FINISH {
         // The bodies go back to the workers (see `Handler::bodies`).
+        let held = answers.bytes();
         if let Ok(mut pool) = sh.handler.bodies().lock() {
             answers.release_run(finish_run(target, payload), |b| pool.put(b));
         }
+        sh.handler.budget().release(held - answers.bytes());
         return None;
     }
     let mut why = Vec::new();
+    // A method that takes no target is refused for having one, whatever the
+    // target's state: one mistake, one status (400), not 410/422/424 by turns.
+    let no_target = matches!(method, protocol::PING | protocol::STATS | protocol::INSERT) && target != 0;
     // The target's first value, read zero-copy from its stored answer.
-    let prev = match answers.admit(promise, target, &mut why) {
+    let prev = match answers.admit(promise, if no_target { 0 } else { target }, &mut why) {
         Ok(None) => Ok(None),
         // A ping's stored answer is empty (no columns, so no value).
         Ok(Some([])) => {
@@ -419,7 +446,8 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
         Err(s) => Err((s, String::from_utf8_lossy(&why).into_owned())),
     };
     let a = match (prev, method) {
-        (Err((status, why)), _) => Answer { status, body: why.into_bytes() },
+        (Err((status, why)), _) => Answer::new(status, why),
+        (Ok(_), _) if no_target => Answer::new(protocol::BAD_REQUEST, format!("method {method} takes no target")),
         (Ok(None), protocol::PING) => {
             // PERF: the answer is the shared empty `Columns`; the table keeps an
             // empty (unallocated) body for it.
@@ -432,32 +460,75 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
             // from, so sampling the server does not grow that pool.
             let mut body = sh.handler.bodies().lock().map(|mut p| p.get()).unwrap_or_default();
             body.extend_from_slice(stats(sh).as_bytes());
-            Answer { status: protocol::OK, body }
+            Answer::new(protocol::OK, body)
         }
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
             Ok(sql) => {
                 let prev = prev.map_or(Prev::None, Prev::Value);
                 return Some((promise, Work::Queries(Queries::one(promise, sql, prev))));
             }
-            Err(e) => Answer { status: protocol::BAD_REQUEST, body: format!("SQL is not UTF-8: {e}").into_bytes() },
+            Err(e) => Answer::new(protocol::BAD_REQUEST, format!("SQL is not UTF-8: {e}")),
         },
         (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec() })),
-        (Ok(Some(_)), protocol::PING | protocol::STATS | protocol::INSERT) => {
-            Answer { status: protocol::BAD_REQUEST, body: format!("method {method} takes no target").into_bytes() }
-        }
-        (Ok(_), m) => Answer { status: protocol::NOT_FOUND, body: format!("unknown method {m}").into_bytes() },
+        (Ok(_), m) => Answer::new(protocol::NOT_FOUND, format!("unknown method {m}")),
     };
     complete(sh, answers, promise, a, out);
     None
 }
 
-/// Stores a call's answer and appends its response.
-fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &mut Vec<u8>) {
+/// Stores a call's answer and appends its response; the bytes of the copy
+/// queued in `out`, which the budget counts until they are written.
+fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &mut Vec<u8>) -> usize {
     if a.status != protocol::OK {
         sh.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
+    // Stored and queued: twice the body, less what the worker reserved.
+    let len = a.body.len();
+    sh.handler.budget().force((2 * len).saturating_sub(a.reserved));
     let body = answers.store(promise, a.status, a.body);
     push_response(out, a.status, promise, body);
+    len
+}
+
+/// Responses waiting for the socket, and the answer bytes among them that
+/// the budget counts.
+struct Out {
+    buf: Vec<u8>,
+    counted: usize,
+}
+
+impl Out {
+    /// Writes everything queued; a peer that takes none of it for
+    /// `write_timeout` is an error (the connection closes, its answers freed).
+    async fn write(&mut self, stream: &mut TcpStream, sh: &Shared) -> io::Result<()> {
+        let n = match stream.try_write(&self.buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => {
+                self.discard(sh);
+                return Err(e);
+            }
+        };
+        let wrote = match n == self.buf.len() {
+            true => Ok(()),
+            false => match tokio::time::timeout(sh.cfg.write_timeout, stream.write_all(&self.buf[n..])).await {
+                Ok(r) => r,
+                Err(_) => {
+                    sh.counters.closed_unread.fetch_add(1, Ordering::Relaxed);
+                    let ms = sh.cfg.write_timeout.as_millis();
+                    Err(io::Error::new(io::ErrorKind::TimedOut, format!("peer left its answers unread for {ms} ms")))
+                }
+            },
+        };
+        self.discard(sh);
+        wrote
+    }
+
+    /// Empties the queue and gives its bytes back to the budget.
+    fn discard(&mut self, sh: &Shared) {
+        self.buf.clear();
+        sh.handler.budget().release(std::mem::take(&mut self.counted));
+    }
 }
 
 /// A `Columns` message with no rows and no columns: the answer to `ping`.
@@ -489,6 +560,9 @@ pub fn stats(sh: &Shared) -> String {
         "refused": c.refused.load(Ordering::Relaxed),
         "calls": c.calls.load(Ordering::Relaxed),
         "errors": c.errors.load(Ordering::Relaxed),
+        "answer_bytes": sh.handler.budget().used(),
+        "closed_stalled": c.closed_stalled.load(Ordering::Relaxed),
+        "closed_unread": c.closed_unread.load(Ordering::Relaxed),
     })
     .to_string()
 }

@@ -1,5 +1,6 @@
 //! What each method does against the engine; runs on a worker thread.
 
+use crate::budget::Budget;
 use crate::limits::Config;
 use crate::pool::{Answer, Prev, Work};
 use crate::protocol::{self, ColumnsView, ColumnsWriter};
@@ -44,30 +45,49 @@ pub struct Handler {
     cfg: Config,
     mergers: Mutex<HashMap<String, Merger>>,
     bodies: Mutex<BufPool>,
+    budget: Budget,
 }
 
 fn answer(status: u32, body: impl Into<Vec<u8>>) -> Answer {
-    Answer { status, body: body.into() }
+    Answer::new(status, body)
 }
 
-/// The status an engine error is answered with.
-fn status_of(e: &Error) -> u32 {
-    match e {
-        Error::Sql { .. } | Error::Parse(_) | Error::Table { .. } | Error::Column { .. } => protocol::UNPROCESSABLE,
+/// The answer to an engine error. The caller's mistakes (SQL, names, limits)
+/// are 4xx with the engine's message; a storage failure is 500 with a
+/// message that names no path (the server's log has the whole error).
+fn failed(e: &Error) -> Answer {
+    let status = match e {
+        Error::Sql { .. }
+        | Error::Parse(_)
+        | Error::Table { .. }
+        | Error::Column { .. }
+        | Error::Name { .. }
+        | Error::SqlLimit { .. } => protocol::UNPROCESSABLE,
         Error::Deadline { .. } => protocol::TIMEOUT,
         Error::ResultTooLarge { .. } => protocol::TOO_LARGE,
         Error::Io { .. } | Error::Corrupt { .. } => protocol::INTERNAL,
+    };
+    if e.is_user_error() {
+        return answer(status, e.to_string());
     }
+    eprintln!("storage error: {e}");
+    answer(status, "internal error: the storage failed on this call (the server's log has the details)")
 }
 
 impl Handler {
     pub fn new(db: Db, cfg: Config) -> Handler {
         Handler {
             db,
-            cfg,
             mergers: Mutex::new(HashMap::new()),
             bodies: Mutex::new(BufPool::new(BODIES, BODY_CAPACITY)),
+            budget: Budget::new(cfg.answer_budget),
+            cfg,
         }
+    }
+
+    /// The server-wide answer budget (`--answer-budget`).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// Released answer bodies, for the workers to answer into again.
@@ -84,7 +104,7 @@ impl Handler {
         match work {
             Work::Insert { msg } => vec![guarded(|| self.insert(&msg, s))],
             Work::Queries(run) => {
-                let (texts, calls) = run.into_calls();
+                let (texts, calls, mut room) = run.into_calls();
                 if let Ok(mut pool) = self.bodies.lock() {
                     s.bodies.extend((s.bodies.len()..calls.len()).map(|_| pool.get()));
                 }
@@ -108,7 +128,7 @@ impl Handler {
                         Ok(prev) => {
                             let mut first = None;
                             let call = Call { text: &texts, sql: c.sql, wanted: c.wanted };
-                            (guarded(|| self.query(call, prev, s, &mut kept, &mut first)), first)
+                            (guarded(|| self.query(call, prev, s, &mut kept, &mut first, &mut room)), first)
                         }
                         Err(a) => (a, None),
                     };
@@ -135,13 +155,14 @@ impl Handler {
         s: &mut Scratch,
         kept: &mut Option<Kept>,
         first: &mut Option<Value>,
+        room: &mut usize,
     ) -> Answer {
         let sql = &call.text[call.sql.clone()];
         if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
             return match self.db.execute(sql) {
-                Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s),
-                Ok(Output::Rows(r, _)) => self.encode(&r, s),
-                Err(e) => answer(status_of(&e), e.to_string()),
+                Ok(Output::Created(name)) => self.encode(&one_row("created", Value::S(name)), s, None),
+                Ok(Output::Rows(r, _)) => self.encode(&r, s, Some(room)),
+                Err(e) => failed(&e),
             };
         }
         let bound = prev.map(|v| [("$prev", v)]);
@@ -163,7 +184,7 @@ impl Handler {
         });
         let r = match result {
             Ok((r, _)) => r,
-            Err(e) => return answer(status_of(&e), e.to_string()),
+            Err(e) => return failed(&e),
         };
         let int = match (r.types.first(), r.rows.first().and_then(|row| row.first())) {
             (Some(ColumnType::UInt64), Some(v @ Value::U(_))) => Some(v.clone()),
@@ -174,7 +195,7 @@ impl Handler {
             *first = int;
             answer(protocol::OK, Vec::new())
         } else {
-            let a = self.encode(&r, s);
+            let a = self.encode(&r, s, Some(room));
             if a.status == protocol::OK {
                 *first = int;
             }
@@ -186,7 +207,12 @@ impl Handler {
         a
     }
 
-    fn encode(&self, r: &datastore::QueryResult, s: &mut Scratch) -> Answer {
+    /// A result's answer. With `room` (a query's answer) its bytes are
+    /// reserved first, against the connection's room and the server's
+    /// budget, and an answer that does not fit is refused before it is
+    /// copied out of the encoding buffer. Without (a CREATE's or an
+    /// insert's one row), it is counted when stored.
+    fn encode(&self, r: &datastore::QueryResult, s: &mut Scratch, room: Option<&mut usize>) -> Answer {
         match protocol::encode_result(&mut s.writer, &mut s.builder, r) {
             // The envelope around the body is 40 bytes; keep the frame under the limit.
             Ok(msg) if msg.len() + 64 > self.cfg.max_frame => answer(
@@ -194,9 +220,38 @@ impl Handler {
                 format!("result of {} bytes exceeds the {}-byte frame limit", msg.len(), self.cfg.max_frame),
             ),
             Ok(msg) => {
+                // Stored until `finish` and queued for the socket: twice its bytes.
+                let need = 2 * msg.len();
+                let reserved = match room {
+                    Some(room) if need > *room => {
+                        let why = format!(
+                            "answer of {} bytes refused: with the answers this connection holds and queues it would \
+                             pass the connection's answer budget of {} bytes (--conn-answer-budget); finish promises \
+                             to free them",
+                            msg.len(),
+                            self.cfg.conn_answer_budget
+                        );
+                        return answer(protocol::TOO_MANY, why);
+                    }
+                    Some(room) if !self.budget.try_reserve(need) => {
+                        let _ = room;
+                        let why = format!(
+                            "answer of {} bytes refused: the server's answer budget of {} bytes (--answer-budget) \
+                             is held by other answers; try again",
+                            msg.len(),
+                            self.budget.max()
+                        );
+                        return answer(protocol::UNAVAILABLE, why);
+                    }
+                    Some(room) => {
+                        *room -= need;
+                        need
+                    }
+                    None => 0,
+                };
                 let mut body = s.bodies.pop().unwrap_or_default();
                 body.extend_from_slice(msg);
-                answer(protocol::OK, body)
+                Answer { status: protocol::OK, body, reserved }
             }
             Err(e) => answer(protocol::INTERNAL, format!("encoding the result: {e}")),
         }
@@ -209,7 +264,7 @@ impl Handler {
         };
         let table = match self.db.table(view.table()) {
             Ok(t) => t,
-            Err(e) => return answer(status_of(&e), e.to_string()),
+            Err(e) => return failed(&e),
         };
         let schema: Vec<_> = table.schema.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
         let batch = match protocol::batch_for(&view, &schema) {
@@ -219,12 +274,12 @@ impl Handler {
         // NOTE: `Table::insert` returns once the part's files, its directory and
         // the table directory are fsynced: the acknowledgement below is durable.
         if let Err(e) = table.insert(&batch) {
-            return answer(status_of(&e), e.to_string());
+            return failed(&e);
         }
         if let Ok(mut m) = self.mergers.lock() {
             m.entry(view.table().to_string()).or_insert_with(|| Merger::start(table.clone(), 4)).poke();
         }
-        self.encode(&one_row("inserted", Value::U(batch.rows() as u64)), s)
+        self.encode(&one_row("inserted", Value::U(batch.rows() as u64)), s, None)
     }
 
     /// Stops the background mergers (each finishes the merge it is in).

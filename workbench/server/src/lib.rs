@@ -25,6 +25,7 @@
 //! # Layout
 //! - [`protocol`]: methods, statuses, the `Columns` message (results and insert batches).
 //! - [`limits`]: every bound the server enforces, with its reason; the fd limit.
+//! - [`budget`]: the server-wide count of answer bytes held and queued.
 //! - [`listener`]: the accept loop, the connection limit, graceful shutdown.
 //! - [`connection`]: one connection's read loop, pooled buffers, the answer table.
 //! - [`handler`]: what each method does against the engine.
@@ -35,6 +36,7 @@
 //! - [`client`]: the pipelined client (`call` returns a promise; chains need no waiting).
 //! - [`proxy`]: a delay proxy that holds every byte for a fixed one-way delay and counts flights.
 
+pub mod budget;
 pub mod chain;
 pub mod client;
 pub mod connection;

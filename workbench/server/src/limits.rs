@@ -28,6 +28,16 @@ pub struct Config {
     pub query_threads: usize,
     /// Calls queued for the workers before connections wait (backpressure).
     pub queue: usize,
+    /// Bytes of answers the whole server holds, for dependents (stored until
+    /// `finish`) and for sending (queued on a socket): an answer that would
+    /// pass it is refused with 503, and nothing grows.
+    pub answer_budget: usize,
+    /// The same for one connection: an answer that would pass it is refused
+    /// with 429 (the client holds too much; `finish` frees it).
+    pub conn_answer_budget: usize,
+    /// How long a peer may leave answers unread (a write that cannot go on)
+    /// before it is closed and everything it held freed.
+    pub write_timeout: Duration,
 }
 
 impl Default for Config {
@@ -50,6 +60,18 @@ impl Default for Config {
             // queue = 64 per worker: deep enough that 64 clients each with a call in
             // flight never wait on the queue itself, shallow enough to bound memory.
             queue: 64 * workers,
+            // answer_budget = 256 MiB: forty of the largest answers the
+            // papers' workloads ask for (a 6.2 MB `SELECT *` of 200,000 rows)
+            // held and queued at once; a hostile flight of 100 of them on 10
+            // connections reached 1.35 GB of RSS without it.
+            answer_budget: 256 << 20,
+            // conn_answer_budget = 64 MiB: four frames at the 16 MiB limit,
+            // so any one answer fits, and a quarter of the server's budget,
+            // so one connection cannot take it all.
+            conn_answer_budget: 64 << 20,
+            // write_timeout = 10 s: the stall timeout's bound, for the other
+            // direction; a reader on loopback drains a 16 MiB answer in ms.
+            write_timeout: Duration::from_secs(10),
         }
     }
 }

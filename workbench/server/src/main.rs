@@ -43,6 +43,15 @@ enum Cmd {
         max_result_rows: usize,
         #[arg(long, default_value_t = Config::default().max_frame)]
         max_frame: usize,
+        /// Bytes of answers the server holds and queues, over every connection (503 beyond).
+        #[arg(long, default_value_t = Config::default().answer_budget)]
+        answer_budget: usize,
+        /// Bytes of answers one connection holds and queues (429 beyond).
+        #[arg(long, default_value_t = Config::default().conn_answer_budget)]
+        conn_answer_budget: usize,
+        /// A peer that leaves its answers unread this long is closed.
+        #[arg(long, default_value_t = 10_000)]
+        write_timeout_ms: u64,
         /// dhat build: where the trace is written at shutdown.
         #[arg(long, default_value = "datastore-server.dhat.json")]
         trace: PathBuf,
@@ -109,6 +118,9 @@ fn main() -> Result<()> {
             stall_timeout_ms,
             max_result_rows,
             max_frame,
+            answer_budget,
+            conn_answer_budget,
+            write_timeout_ms,
             trace,
         } => {
             let _probe = probe::Probe::start(Some(&trace));
@@ -133,6 +145,9 @@ fn main() -> Result<()> {
                 workers,
                 query_threads,
                 queue: 64 * workers.max(1),
+                answer_budget,
+                conn_answer_budget,
+                write_timeout: Duration::from_millis(write_timeout_ms),
                 ..Config::default()
             };
             let summary = server::serve(

@@ -28,12 +28,16 @@ pub enum Work {
 pub struct Queries {
     pub calls: Vec<QueryCall>,
     texts: String,
+    /// Answer bytes the connection may still take (`--conn-answer-budget`
+    /// less what it holds and queues); the run's answers draw it down, and
+    /// one that does not fit is refused with 429 (see [`crate::budget`]).
+    pub room: usize,
 }
 
 impl Queries {
     /// A run of one query.
     pub fn one(promise: u32, sql: &str, prev: Prev) -> Queries {
-        let mut q = Queries { calls: Vec::with_capacity(1), texts: String::with_capacity(sql.len()) };
+        let mut q = Queries { calls: Vec::with_capacity(1), texts: String::with_capacity(sql.len()), room: 0 };
         q.push(promise, sql, prev);
         q
     }
@@ -63,9 +67,9 @@ impl Queries {
         }
     }
 
-    /// The calls, each with its SQL text.
-    pub fn into_calls(self) -> (String, Vec<QueryCall>) {
-        (self.texts, self.calls)
+    /// The calls, each with its SQL text, and the run's room.
+    pub fn into_calls(self) -> (String, Vec<QueryCall>, usize) {
+        (self.texts, self.calls, self.room)
     }
 }
 
@@ -99,6 +103,15 @@ pub enum Prev {
 pub struct Answer {
     pub status: u32,
     pub body: Vec<u8>,
+    /// Bytes the worker reserved in the server's [`crate::budget::Budget`]
+    /// for this answer (stored and queued: twice its body), or 0.
+    pub reserved: usize,
+}
+
+impl Answer {
+    pub fn new(status: u32, body: impl Into<Vec<u8>>) -> Answer {
+        Answer { status, body: body.into(), reserved: 0 }
+    }
 }
 
 struct Job {
@@ -148,6 +161,10 @@ impl Pool {
                 let (rx, handler) = (rx.clone(), handler.clone());
                 std::thread::Builder::new()
                     .name(format!("worker-{i}"))
+                    // NOTE: the engine plans and evaluates SQL recursively; its
+                    // limits bound the depth, and this stack fits it with a
+                    // margin of four (see `datastore::sql::limits::STACK`).
+                    .stack_size(datastore::sql::limits::STACK)
                     .spawn(move || {
                         let mut scratch = crate::handler::Scratch::default();
                         loop {
@@ -188,7 +205,7 @@ impl Pool {
         }
         match (sent, rx.await) {
             (true, Ok(a)) => a,
-            _ => vec![Answer { status: crate::protocol::UNAVAILABLE, body: b"worker pool stopped".to_vec() }],
+            _ => vec![Answer::new(crate::protocol::UNAVAILABLE, "worker pool stopped")],
         }
     }
 
@@ -218,7 +235,7 @@ mod tests {
         assert!(q.repeats(b"SELECT 1") && !q.repeats(b"SELECT 2") && !q.repeats(b"SELECT 1 "));
         q.push_repeat(2, Prev::None);
         q.push(3, "SELECT 2", Prev::None);
-        let (texts, calls) = q.into_calls();
+        let (texts, calls, _) = q.into_calls();
         let sql: Vec<&str> = calls.iter().map(|c| &texts[c.sql.clone()]).collect();
         assert_eq!(sql, ["SELECT 1", "SELECT 1", "SELECT 2"]);
         assert_eq!(texts, "SELECT 1SELECT 2", "the repeat added no text");

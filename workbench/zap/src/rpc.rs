@@ -150,12 +150,14 @@ struct Answer {
 pub struct Answers {
     answers: Vec<Answer>,
     max: usize,
+    /// The stored bodies' bytes: what a server counts against its memory budget.
+    bytes: usize,
 }
 
 impl Answers {
     /// An empty table; allocates nothing until the first answer is stored.
     pub fn new(max_promises: usize) -> Self {
-        Answers { answers: Vec::new(), max: max_promises }
+        Answers { answers: Vec::new(), max: max_promises, bytes: 0 }
     }
 
     /// Answers currently held.
@@ -165,6 +167,11 @@ impl Answers {
 
     pub fn is_empty(&self) -> bool {
         self.answers.is_empty()
+    }
+
+    /// Bytes of the answers' bodies held now.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     fn find(&self, promise: u32) -> Option<usize> {
@@ -200,6 +207,7 @@ impl Answers {
 
     /// Stores the answer of an admitted call; its body, as stored.
     pub fn store(&mut self, promise: u32, status: u32, body: Vec<u8>) -> &[u8] {
+        self.bytes += body.len();
         self.answers.push(Answer { promise, status, body });
         &self.answers[self.answers.len() - 1].body
     }
@@ -207,7 +215,9 @@ impl Answers {
     /// Releases `promise`'s answer (a `finish`); its body, for reuse.
     pub fn release(&mut self, promise: u32) -> Option<Vec<u8>> {
         let i = self.find(promise)?;
-        Some(self.answers.swap_remove(i).body)
+        let body = self.answers.swap_remove(i).body;
+        self.bytes -= body.len();
+        Some(body)
     }
 
     /// Releases every answer whose promise is in `run` (a `finish` of
@@ -222,7 +232,9 @@ impl Answers {
         let mut i = 0;
         while i < self.answers.len() {
             if run.contains(self.answers[i].promise) {
-                reuse(self.answers.swap_remove(i).body);
+                let body = self.answers.swap_remove(i).body;
+                self.bytes -= body.len();
+                reuse(body);
             } else {
                 i += 1;
             }

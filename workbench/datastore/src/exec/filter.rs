@@ -23,6 +23,10 @@ fn lit_str(v: &Value) -> &str {
     }
 }
 
+/// SMALL_LIST = 8: an `IN` list this short is scanned; a longer sorted one
+/// is probed by binary search ([`Pred::sort_in_lists`]).
+const SMALL_LIST: usize = 8;
+
 /// Mask buffers reused from granule to granule, so evaluating a predicate
 /// allocates nothing once a query has warmed up.
 #[derive(Default)]
@@ -72,16 +76,28 @@ pub(super) fn eval(p: &Pred, cols: &[std::sync::Arc<ColumnData>], n: usize, out:
             }
             c => out.extend((0..n).map(|i| op.test(cmp_lit(c, i, lit)))),
         },
-        Pred::In { col, list, negated } => match &*cols[*col] {
-            ColumnData::Dict { keys, dict } => {
-                let mut t = pool.take();
-                t.clear();
-                t.extend(dict.iter().map(|s| list.iter().any(|l| s.as_str() == lit_str(l)) != *negated));
-                out.extend(keys.iter().map(|&k| t[k as usize]));
-                pool.give(t);
+        Pred::In { col, list, negated } => {
+            let sorted = list.len() > SMALL_LIST && list.is_sorted();
+            match &*cols[*col] {
+                ColumnData::Dict { keys, dict } => {
+                    let mut t = pool.take();
+                    t.clear();
+                    t.extend(dict.iter().map(|s| {
+                        let s = s.as_str();
+                        let hit = match sorted {
+                            true => list.binary_search_by(|l| lit_str(l).cmp(s)).is_ok(),
+                            false => list.iter().any(|l| s == lit_str(l)),
+                        };
+                        hit != *negated
+                    }));
+                    out.extend(keys.iter().map(|&k| t[k as usize]));
+                    pool.give(t);
+                }
+                c if sorted => out
+                    .extend((0..n).map(|i| list.binary_search_by(|l| cmp_lit(c, i, l).reverse()).is_ok() != *negated)),
+                c => out.extend((0..n).map(|i| list.iter().any(|l| cmp_lit(c, i, l) == Ordering::Equal) != *negated)),
             }
-            c => out.extend((0..n).map(|i| list.iter().any(|l| cmp_lit(c, i, l) == Ordering::Equal) != *negated)),
-        },
+        }
         Pred::And(a, b) | Pred::Or(a, b) => {
             let mut rhs = pool.take();
             eval(a, cols, n, out, pool);
@@ -173,6 +189,12 @@ fn may_match(p: &Pred, schema: &Schema, part: &Part, g: usize) -> bool {
     };
     match p {
         Pred::Cmp { col, op, lit } => hits(*col, *op, lit),
+        // A sorted list hits the granule if its first value not below the
+        // granule's low end is within it; an unsorted one is scanned.
+        Pred::In { col, list, negated: false } if list.is_sorted() => match range(*col) {
+            Some((lo, _)) => list.get(list.partition_point(|l| l < lo)).is_some_and(|l| hits(*col, CmpOp::Eq, l)),
+            None => true,
+        },
         Pred::In { col, list, negated: false } => list.iter().any(|l| hits(*col, CmpOp::Eq, l)),
         Pred::And(a, b) => may_match(a, schema, part, g) && may_match(b, schema, part, g),
         Pred::Or(a, b) => may_match(a, schema, part, g) || may_match(b, schema, part, g),

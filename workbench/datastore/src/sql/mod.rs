@@ -9,6 +9,8 @@
 //! `IN (…)`, `NOT IN`, `BETWEEN`; `GROUP BY` columns; `ORDER BY` output
 //! columns (by alias or expression) `ASC|DESC`; `LIMIT n`.
 
+pub mod limits;
+
 use crate::codec::Codec;
 use crate::error::{Error, Result};
 use crate::exec::Shape;
@@ -76,6 +78,23 @@ impl Pred {
                 b.literals_mut(f);
             }
             Pred::Not(a) => a.literals_mut(f),
+        }
+    }
+
+    /// Sorts every `IN` list (by [`Value`]'s order, which is the column's
+    /// for literals of its type), so evaluation probes it by binary search:
+    /// O(rows · log values) where a scan of the list was O(rows · values)
+    /// (10,000 values on 200,000 rows took 8.4 s). A list that is not sorted
+    /// (a plan whose literals keep their written order) is still scanned.
+    pub fn sort_in_lists(&mut self) {
+        match self {
+            Pred::In { list, .. } => list.sort_unstable(),
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                a.sort_in_lists();
+                b.sort_in_lists();
+            }
+            Pred::Not(a) => a.sort_in_lists(),
+            Pred::Cmp { .. } => {}
         }
     }
 
@@ -168,9 +187,17 @@ pub fn parse_with(sql: &str, schema_of: SchemaOf<'_>, params: Params<'_>) -> Res
     plan(&parse_one(sql)?, schema_of, params).map(Planned::into_statement)
 }
 
-/// The syntax tree of exactly one statement.
+/// The syntax tree of exactly one statement, once the text is within
+/// [`limits`].
 fn parse_one(sql: &str) -> Result<ast::Statement> {
-    let mut stmts = Parser::parse_sql(&ClickHouseDialect {}, sql).map_err(|e| Error::Parse(e.to_string()))?;
+    let dialect = ClickHouseDialect {};
+    let tokens = limits::check(&dialect, sql)?;
+    let mut parser =
+        Parser::new(&dialect).with_recursion_limit(limits::PARSER_RECURSION).with_tokens_with_locations(tokens);
+    let mut stmts = parser.parse_statements().map_err(|e| match e {
+        sqlparser::parser::ParserError::RecursionLimitExceeded => limits::too_deep(),
+        e => Error::Parse(e.to_string()),
+    })?;
     if stmts.len() != 1 {
         return Err(Error::Parse(format!("expected one statement, got {}", stmts.len())));
     }
@@ -255,6 +282,7 @@ impl Prepared {
             }
             ordinal += 1;
         });
+        f.sort_in_lists();
         Ok(Filter::Bound(f))
     }
 }
@@ -420,8 +448,18 @@ fn column_type(t: &ast::DataType, node: &impl Spanned) -> Result<ColumnType> {
     })
 }
 
+/// A table name as written, unquoted (`"t"` is `t`); one part only. Whether
+/// it is an identifier is checked where it meets the file system
+/// ([`crate::name`]), so a quoted `"a/../b"` is refused there.
+fn table_name(n: &ast::ObjectName) -> Result<String> {
+    match n.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(id)] => Ok(id.value.clone()),
+        _ => Err(unsupported("a qualified table name (database.table)", n)),
+    }
+}
+
 fn create(c: &ast::CreateTable) -> Result<Schema> {
-    let name = c.name.to_string();
+    let name = table_name(&c.name)?;
     let mut columns: Vec<ColumnDef> = Vec::new();
     for def in &c.columns {
         if !def.options.is_empty() {
@@ -588,6 +626,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             Expr::In { expr, target: ast::InTarget::List(list), negated, global: false } => {
+                limits::in_list(list.len())?;
                 let col = self.column(expr)?;
                 let list = list.iter().map(|l| self.literal(l, col)).collect::<Result<_>>()?;
                 Ok(Pred::In { col, list, negated: *negated })
@@ -698,7 +737,7 @@ fn select(q: &ast::Query, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result
     }
     let table = match s.from.as_slice() {
         [t] if t.joins.is_empty() => match &t.relation {
-            ast::TableFactor::Table { name, .. } => name.to_string(),
+            ast::TableFactor::Table { name, .. } => table_name(name)?,
             other => return Err(unsupported("FROM other than a table name", other)),
         },
         [] => return Err(at("SELECT needs FROM <table>", &**s)),
@@ -811,6 +850,12 @@ fn select(q: &ast::Query, schema_of: SchemaOf<'_>, params: Params<'_>) -> Result
         Some(other) => return Err(unsupported("OFFSET or LIMIT BY", other)),
     };
     let slots = ctx.slots.map(RefCell::into_inner).unwrap_or_default();
+    let mut filter = filter;
+    // With placeholders the literals keep their written order (a slot is an
+    // ordinal); the bound copy is sorted instead (`Prepared::bind`).
+    if let (Some(f), true) = (&mut filter, slots.is_empty()) {
+        f.sort_in_lists();
+    }
     Ok((Select { table, items, names, hidden, filter, group_by, aggregate, order_by, limit }, schema, slots))
 }
 
