@@ -45,7 +45,7 @@ fn with_operators(head: &str, first: &str, first_plus_one: &str, term: &str, tai
     assert_eq!(measure_sql(&format!("{head}{first_plus_one}{tail}")).unwrap().operators, base + 1);
     let step = measure_sql(&format!("{head}{first}{term}{tail}")).unwrap().operators - base;
     let left = target - base;
-    let first = if left % step == 0 { first } else { first_plus_one };
+    let first = if left.is_multiple_of(step) { first } else { first_plus_one };
     let sql = format!("{head}{first}{}{tail}", term.repeat(left / step));
     assert_eq!(measure_sql(&sql).unwrap().operators, target, "the statement was built to the count");
     sql

@@ -201,7 +201,7 @@ impl Conn {
         // answered inline, without awaiting.
         let mut used = 0;
         let close = loop {
-            let (promise, mut work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out.buf) {
+            let (promise, mut work) = match answer_inline(sh, answers, inbuf, &mut used, &mut out) {
                 Inline::Done { close } => break close,
                 Inline::Pool { promise, work } => (promise, work),
                 Inline::Failed(e) => {
@@ -221,7 +221,7 @@ impl Conn {
             let mut results = sh.pool.run(work).await.into_iter();
             let mut failed = None;
             for (p, a) in promises.into_iter().zip(&mut results) {
-                out.counted += complete(sh, answers, p, a, &mut out.buf);
+                complete(sh, answers, p, a, &mut out);
                 if out.buf.len() >= OUT_FLUSH {
                     if let Err(e) = out.write(stream, sh).await {
                         failed = Some(e);
@@ -337,7 +337,7 @@ enum Inline {
 
 /// Answers complete frames from `inbuf[*used..]` into `out`, advancing
 /// `used`, until they run out or one needs the worker pool.
-fn answer_inline(sh: &Shared, answers: &mut Answers, inbuf: &[u8], used: &mut usize, out: &mut Vec<u8>) -> Inline {
+fn answer_inline(sh: &Shared, answers: &mut Answers, inbuf: &[u8], used: &mut usize, out: &mut Out) -> Inline {
     loop {
         match decode_frame(&inbuf[*used..], sh.cfg.max_frame) {
             Ok(Some((frame, n))) => {
@@ -350,7 +350,7 @@ fn answer_inline(sh: &Shared, answers: &mut Answers, inbuf: &[u8], used: &mut us
             Err(e @ FrameError::TooLarge { .. }) => {
                 // The stream cannot be resynchronised past a frame we will not read.
                 sh.counters.closed_bad_frame.fetch_add(1, Ordering::Relaxed);
-                push_response(out, protocol::TOO_LARGE, 0, format!("{e}; closing").as_bytes());
+                push_response(&mut out.buf, protocol::TOO_LARGE, 0, format!("{e}; closing").as_bytes());
                 return Inline::Done { close: true };
             }
             Err(e) => return Inline::Failed(io::Error::other(e.to_string())),
@@ -399,14 +399,14 @@ pub fn push_response(out: &mut Vec<u8>, status: u32, promise: u32, body: &[u8]) 
 
 /// Resolves one call against the answer table: answers it into `out`, or
 /// returns the work it needs from the pool (answered by [`complete`]).
-fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) -> Option<(u32, Work)> {
+fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> Option<(u32, Work)> {
     sh.counters.calls.fetch_add(1, Ordering::Relaxed);
     let parsed = zap::read::<Request>(frame).and_then(|r| Ok((r.method(), r.promise(), r.target(), r.payload()?)));
     let (method, promise, target, payload) = match parsed {
         Ok(v) => v,
         Err(e) => {
             sh.counters.errors.fetch_add(1, Ordering::Relaxed);
-            push_response(out, protocol::BAD_REQUEST, 0, format!("malformed request: {e}").as_bytes());
+            push_response(&mut out.buf, protocol::BAD_REQUEST, 0, format!("malformed request: {e}").as_bytes());
             return None;
         }
     };
@@ -440,7 +440,7 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
         Err(s @ (protocol::BAD_REQUEST | protocol::TOO_MANY)) => {
             // Refused calls are answered and not stored.
             sh.counters.errors.fetch_add(1, Ordering::Relaxed);
-            push_response(out, s, promise, &why);
+            push_response(&mut out.buf, s, promise, &why);
             return None;
         }
         Err(s) => Err((s, String::from_utf8_lossy(&why).into_owned())),
@@ -452,7 +452,7 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
             // PERF: the answer is the shared empty `Columns`; the table keeps an
             // empty (unallocated) body for it.
             answers.store(promise, protocol::OK, Vec::new());
-            EMPTY.with(|e| push_response(out, protocol::OK, promise, e));
+            EMPTY.with(|e| push_response(&mut out.buf, protocol::OK, promise, e));
             return None;
         }
         (Ok(None), protocol::STATS) => {
@@ -476,9 +476,9 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Vec<u8>) 
     None
 }
 
-/// Stores a call's answer and appends its response; the bytes of the copy
-/// queued in `out`, which the budget counts until they are written.
-fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &mut Vec<u8>) -> usize {
+/// Stores a call's answer and queues its response; the budget counts both
+/// (the queued copy until it is written).
+fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &mut Out) {
     if a.status != protocol::OK {
         sh.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
@@ -486,8 +486,8 @@ fn complete(sh: &Shared, answers: &mut Answers, promise: u32, a: Answer, out: &m
     let len = a.body.len();
     sh.handler.budget().force((2 * len).saturating_sub(a.reserved));
     let body = answers.store(promise, a.status, a.body);
-    push_response(out, a.status, promise, body);
-    len
+    push_response(&mut out.buf, a.status, promise, body);
+    out.counted += len;
 }
 
 /// Responses waiting for the socket, and the answer bytes among them that

@@ -32,6 +32,7 @@
 //! - [`pool`]: the worker threads and their bounded queue.
 //! - [`shutdown`]: the signal idle connections wait on.
 //! - [`experiments`]: the measured runs the workbench drives (one file each).
+//! - [`fuzzing`]: the request path as a fuzz target (a server on a small table), its seeds and mutator.
 //! - [`chain`]: the dependent-chain workload (pipelined and request-response).
 //! - [`client`]: the pipelined client (`call` returns a promise; chains need no waiting).
 //! - [`proxy`]: a delay proxy that holds every byte for a fixed one-way delay and counts flights.
@@ -41,6 +42,7 @@ pub mod chain;
 pub mod client;
 pub mod connection;
 pub mod experiments;
+pub mod fuzzing;
 pub mod handler;
 pub mod limits;
 pub mod listener;
