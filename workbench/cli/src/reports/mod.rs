@@ -11,7 +11,7 @@
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
 //!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
-//!   [`datastore_queries`], [`pipeline_depth`], [`server_heap_growth`],
+//!   [`datastore_queries`], [`fault_soak`], [`pipeline_depth`], [`server_heap_growth`],
 //!   [`throughput`] (two: the run, and ours beside ClickHouse).
 //! - Shared query helpers here ([`values`], [`distinct_u64`], [`median`]) and
 //!   in [`crate::tables`] (selection, summaries, cells, rendering);
@@ -27,6 +27,7 @@ pub mod build_stages;
 pub mod codec_speed;
 pub mod connection_scaling;
 pub mod datastore_queries;
+pub mod fault_soak;
 pub mod heap_growth;
 pub mod instrumentation_cost;
 pub mod pipeline_depth;
@@ -81,6 +82,7 @@ pub const REPORTS: &[Report] = &[
     connection_scaling::REPORT,
     pipeline_depth::REPORT,
     server_heap_growth::REPORT,
+    fault_soak::REPORT,
     throughput::REPORT,
     throughput::VERSUS,
 ];

@@ -15,7 +15,7 @@
 //! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
 //!   spec's per-scale settings, naming the key at fault.
 //! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
-//!   connection-scaling, datastore-queries, server-heap-growth,
+//!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
 //!   pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink.
@@ -32,6 +32,7 @@ use std::process::{Child, Command, Stdio};
 pub mod build_stages;
 pub mod connection_scaling;
 pub mod datastore_queries;
+pub mod fault_soak;
 pub mod heap_growth;
 pub mod pipeline_depth;
 pub mod throughput;
@@ -73,14 +74,22 @@ pub const EXPERIMENTS: &[Experiment] = &[
     build_stages::EXPERIMENT,
     connection_scaling::EXPERIMENT,
     datastore_queries::EXPERIMENT,
+    fault_soak::EXPERIMENT,
     heap_growth::EXPERIMENT,
     pipeline_depth::EXPERIMENT,
     throughput::EXPERIMENT,
 ];
 
 /// The experiments' names, for validating specs.
-pub const NAMES: &[&str] =
-    &["build-stages", "connection-scaling", "datastore-queries", "server-heap-growth", "pipeline-depth", "throughput"];
+pub const NAMES: &[&str] = &[
+    "build-stages",
+    "connection-scaling",
+    "datastore-queries",
+    "fault-soak",
+    "server-heap-growth",
+    "pipeline-depth",
+    "throughput",
+];
 
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
@@ -162,6 +171,11 @@ impl ServerChild {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The server's exit status, if it has exited (a crash, in a measurement).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The server's VmRSS and VmHWM now.

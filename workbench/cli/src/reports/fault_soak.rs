@@ -1,0 +1,92 @@
+//! fault-soak: hostile clients against the server's memory bounds. Table:
+//! per workload (one flight of large answers on many connections, never
+//! finished; minutes of mixed hostile acts), the statuses seen, crashes,
+//! and the server's peak RSS against the warm-up peak plus the answer budget.
+
+use super::{values, Builds, Report};
+use crate::dataset::Run;
+use crate::fmt;
+use crate::tables::{dash, select, source_of, Table};
+use anyhow::Result;
+
+pub const REPORT: Report =
+    Report { name: "fault-soak", dataset: "fault-soak", table, figure: None, builds: Builds::Any };
+
+fn table(run: &Run) -> Result<Table> {
+    let mut rows = Vec::new();
+    let mut budget = None;
+    for w in ["flight", "soak"] {
+        let summary = select(&run.records, &[("kind", "summary"), ("workload", w)], &[])?;
+        if summary.height() == 0 {
+            continue;
+        }
+        let one = |col: &str| -> Result<Option<f64>> {
+            Ok(values(run, &[("kind", "summary"), ("workload", w)], &[], col)?.first().copied())
+        };
+        let text =
+            |col: &str| -> Result<String> { Ok(summary.column(col)?.str()?.get(0).unwrap_or_default().to_string()) };
+        let (warm, peak, b) = (one("warm_peak_rss_bytes")?, one("peak_rss_bytes")?, one("answer_budget_bytes")?);
+        budget = budget.or(b);
+        let verdict = match (warm, peak, b) {
+            (Some(w), Some(p), Some(b)) if p <= w + b => "yes",
+            (Some(_), Some(_), Some(_)) => "NO",
+            _ => "?",
+        };
+        rows.push(vec![
+            w.to_string(),
+            one("connections")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
+            one("seconds")?.map_or_else(dash, |v| format!("{v:.0} s")),
+            one("calls")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
+            text("statuses")?,
+            one("crashes")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
+            one("baseline_rss_bytes")?.map_or_else(dash, fmt::bytes),
+            warm.map_or_else(dash, fmt::bytes),
+            peak.map_or_else(dash, fmt::bytes),
+            match (warm, peak) {
+                (Some(w), Some(p)) => fmt::bytes(p - w),
+                _ => dash(),
+            },
+            one("held_answer_bytes")?.map_or_else(dash, fmt::bytes),
+            verdict.to_string(),
+        ]);
+    }
+    let s = run.manifest.spec.scale(&run.manifest.scale);
+    let param =
+        |k: &str| s.and_then(|s| s.params.get(k)).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
+    Ok(Table {
+        name: REPORT.name,
+        caption: format!(
+            "Hostile clients against one server, a fresh server per workload, on a {}-row table whose SELECT * \
+             answers about 6 MB. flight: {} connections each send {} SELECT * in one flight and finish none, all \
+             held open until every answer or refusal is read. soak: {} threads for the seconds shown, each act on a \
+             new connection, chosen at random: 4,000-term SQL, a path as a table name, a held flight of 20 large \
+             answers, 20 large answers never read, a stalled frame, a fuzz mutant, a 10,000-value IN list, or a \
+             workload query whose answer must equal the first one seen. Statuses as status:count (0: no answer \
+             expected). Warm peak is the RSS high-water mark after every worker answered the large query at once \
+             (the working set of one answer per worker); Within says whether peak RSS stayed under warm peak plus \
+             the answer budget ({}). Held is the answer bytes the server reported holding at the end of the \
+             flight. Crashes: 1 if the server had exited or did not answer a ping at the end.",
+            param("rows"),
+            param("connections"),
+            param("flight"),
+            param("clients"),
+            budget.map_or_else(dash, fmt::bytes),
+        ),
+        header: vec![
+            "Workload",
+            "Clients",
+            "Time",
+            "Calls",
+            "Statuses",
+            "Crashes",
+            "RSS (base)",
+            "Warm peak",
+            "Peak RSS",
+            "Peak - warm",
+            "Held",
+            "Within",
+        ],
+        rows,
+        source: source_of(run),
+    })
+}

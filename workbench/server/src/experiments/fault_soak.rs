@@ -1,0 +1,354 @@
+//! Hostile clients against the server's memory bounds (issue 27's findings,
+//! replayed as a measurement). Two workloads, each on a fresh server:
+//!
+//! - `flight`: `connections` connections each send one flight of `flight`
+//!   × `SELECT * FROM t` (a 6.2 MB answer each at 200,000 rows) and never
+//!   finish a promise. Without a budget this reached 1.35 GB of RSS from
+//!   10 connections; with one, answers past it are refused (429, 503).
+//! - `soak`: `clients` threads for `seconds`, each picking hostile acts at
+//!   random (seeded): deep SQL, path-like names, held and unread flights
+//!   of large answers, a stalled frame, fuzz mutants
+//!   ([`crate::fuzzing::mutate`]), 10,000-value IN lists, and ordinary
+//!   workload queries whose answers must equal the first one seen.
+//!
+//! For both: the server's RSS sampled every `sample_ms` (the driver reads
+//! `/proc`), the baseline after a warm-up in which every worker has answered
+//! the large query once, the statuses seen, and whether the server was
+//! still there at the end (`crashes`: 0 or 1). The bound the paper states
+//! is peak RSS ≤ baseline + `--answer-budget`.
+//!
+//! Params: `rows`, `connections`, `flight`, `clients`, `seconds`,
+//! `sample_ms`, `answer_budget_mib`, `conn_answer_budget_mib`.
+//! Records: `kind = "sample"` (workload, t_s, rss_bytes) and
+//! `kind = "summary"` (one per workload).
+
+use super::{progress, Cell, Experiment, Records, ServerChild};
+use crate::fuzzing::{self, frame, Rng};
+use crate::protocol;
+use anyhow::{bail, Context, Result};
+use datastore::gen;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const EXPERIMENT: Experiment = Experiment { name: "fault-soak", run };
+
+const BIG: &[u8] = b"SELECT * FROM t";
+
+/// Statuses seen, by act.
+type Seen = Arc<Mutex<BTreeMap<String, BTreeMap<u32, u64>>>>;
+
+fn run(cell: &Cell, out: &mut Records) -> Result<()> {
+    let rows: u64 = cell.param("rows", 200_000)?;
+    let connections: usize = cell.param("connections", 10)?;
+    let flight: u32 = cell.param("flight", 100)?;
+    let clients: usize = cell.param("clients", 8)?;
+    let seconds: f64 = cell.param("seconds", 60.0)?;
+    let sample_ms: u64 = cell.param("sample_ms", 10)?;
+    let budget: usize = cell.param::<usize>("answer_budget_mib", 256)? << 20;
+    let conn_budget: usize = cell.param::<usize>("conn_answer_budget_mib", 64)? << 20;
+    if connections == 0 || flight == 0 || clients == 0 || sample_ms == 0 {
+        bail!("{}: params.connections, flight, clients and sample_ms must be at least 1", cell.experiment);
+    }
+    let data = cell.work_dir.join("db");
+    let db = datastore::Db::open(&data)?;
+    gen::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
+    drop(db);
+    let flags = [
+        "--answer-budget".to_string(),
+        budget.to_string(),
+        "--conn-answer-budget".to_string(),
+        conn_budget.to_string(),
+        // Hostile clients hold their results for seconds; answer what they ask.
+        "--max-result-rows".to_string(),
+        rows.max(1).to_string(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    for (i, workload) in ["flight", "soak"].into_iter().enumerate() {
+        let mut server = ServerChild::spawn(&data, None, &flags)?;
+        let (baseline, warm_peak) = warm_up(&server)?;
+        let seen: Seen = Default::default();
+        let (stop, peak) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::<(f64, u64)>::new())));
+        let sampler = {
+            let (stop, samples, pid) = (stop.clone(), peak.clone(), server.pid());
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(r) = probe::rss::read_pid(pid) {
+                        samples.lock().unwrap().push((t0.elapsed().as_secs_f64(), r.rss));
+                    }
+                    std::thread::sleep(Duration::from_millis(sample_ms));
+                }
+            })
+        };
+        let t0 = Instant::now();
+        let (calls, answer_size, held) = match workload {
+            "flight" => run_flight(&server, connections, flight, &seen)?,
+            _ => (run_soak(server.addr, clients, seconds, cell.seed, &seen)?, 0, None),
+        };
+        let elapsed = t0.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        let _ = sampler.join();
+        // Still there? It answers a ping and has not exited.
+        let alive = server.exited().is_none() && super::ping_once(server.addr).is_ok();
+        let rss_end = server.rss().map(|r| (r.rss, r.peak));
+        let samples = std::mem::take(&mut *peak.lock().unwrap());
+        let sampled_peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
+        for (t, rss) in &samples {
+            out.emit(json!({"kind": "sample", "workload": workload, "t_s": t, "rss_bytes": rss}))?;
+        }
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        let mut all: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in seen.values() {
+            for (k, v) in s {
+                *all.entry(*k).or_default() += v;
+            }
+        }
+        let text = |m: &BTreeMap<u32, u64>| m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" ");
+        let acts = seen.iter().map(|(a, m)| format!("{a}[{}]", text(m))).collect::<Vec<_>>().join("; ");
+        out.emit(json!({
+            "kind": "summary", "workload": workload,
+            "connections": if workload == "flight" { connections } else { clients },
+            "flight": flight, "seconds": elapsed, "calls": calls,
+            "statuses": text(&all), "acts": acts,
+            "errors_5xx_internal": all.get(&500).copied().unwrap_or(0),
+            "crashes": u64::from(!alive),
+            "baseline_rss_bytes": baseline,
+            "warm_peak_rss_bytes": warm_peak,
+            "peak_rss_bytes": sampled_peak.max(rss_end.map_or(0, |r| r.1)),
+            "sampled_peak_rss_bytes": sampled_peak,
+            "end_rss_bytes": rss_end.map(|r| r.0),
+            "answer_budget_bytes": budget,
+            "conn_answer_budget_bytes": conn_budget,
+            "rows": rows,
+            "answer_size_bytes": answer_size,
+            "held_answer_bytes": held,
+        }))?;
+        progress(i + 1, 2);
+        if alive {
+            server.stop()?;
+        }
+    }
+    Ok(())
+}
+
+/// Every worker answers the large query at once (so its encoding buffers
+/// are grown, as in any busy server), then all is closed. The RSS after
+/// that is the baseline; the peak during it (VmHWM: the server loaded
+/// nothing before) is one large answer's working set on every worker, the
+/// base the answer budget adds to.
+fn warm_up(server: &ServerChild) -> Result<(u64, u64)> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let addr = server.addr;
+    let threads: Vec<_> = (0..workers)
+        .map(|_| {
+            std::thread::spawn(move || -> Result<()> {
+                let mut s = Raw::connect(addr)?;
+                s.send(&frame(protocol::QUERY, 1, 0, BIG))?;
+                let (st, body) = s.recv()?.context("warm-up: no answer")?;
+                if st != 200 {
+                    bail!("warm-up query: status {st}: {}", String::from_utf8_lossy(&body));
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().map_err(|_| anyhow::anyhow!("warm-up thread panicked"))??;
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Ok(server.rss().map_or((0, 0), |r| (r.rss, r.peak)))
+}
+
+/// The flights, all answered before any connection closes; the calls, the
+/// size of one large answer, and the answer bytes the server then holds
+/// (its `stats`, every flight's connection still open).
+fn run_flight(server: &ServerChild, connections: usize, flight: u32, seen: &Seen) -> Result<(u64, usize, Option<u64>)> {
+    let addr = server.addr;
+    let threads: Vec<_> = (0..connections)
+        .map(|_| {
+            let seen = seen.clone();
+            std::thread::spawn(move || -> Result<(Raw, usize)> {
+                let mut s = Raw::connect(addr)?;
+                let bytes: Vec<u8> = (1..=flight).flat_map(|p| frame(protocol::QUERY, p, 0, BIG)).collect();
+                s.send(&bytes)?;
+                let mut size = 0;
+                for _ in 0..flight {
+                    let (st, body) = s.recv()?.context("flight: the server closed")?;
+                    if st == 200 {
+                        size = body.len();
+                    }
+                    count(&seen, "flight", st);
+                }
+                Ok((s, size))
+            })
+        })
+        .collect();
+    let mut held_open = Vec::new();
+    let mut size = 0;
+    for t in threads {
+        let (conn, n) = t.join().map_err(|_| anyhow::anyhow!("flight thread panicked"))??;
+        held_open.push(conn);
+        size = size.max(n);
+    }
+    let mut c = crate::client::Client::connect(addr)?;
+    let held = server.stats(&mut c)?["answer_bytes"].as_u64();
+    Ok((u64::from(flight) * connections as u64, size, held))
+}
+
+fn count(seen: &Seen, act: &str, status: u32) {
+    *seen.lock().unwrap().entry(act.to_string()).or_default().entry(status).or_default() += 1;
+}
+
+fn run_soak(addr: SocketAddr, clients: usize, seconds: f64, seed: u64, seen: &Seen) -> Result<u64> {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let answers: Arc<Mutex<BTreeMap<&'static str, Vec<u8>>>> = Default::default();
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let (seen, answers) = (seen.clone(), answers.clone());
+            std::thread::spawn(move || -> Result<u64> {
+                let mut rng = Rng((seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(i as u64 + 1) | 1);
+                let seeds = fuzzing::seeds();
+                let mut calls = 0;
+                while Instant::now() < deadline {
+                    calls += act(addr, &mut rng, &seeds, &seen, &answers)?;
+                }
+                Ok(calls)
+            })
+        })
+        .collect();
+    let mut calls = 0;
+    for t in threads {
+        calls += t.join().map_err(|_| anyhow::anyhow!("soak thread panicked"))??;
+    }
+    Ok(calls)
+}
+
+/// One hostile (or ordinary) act on a new connection; the calls it made.
+fn act(
+    addr: SocketAddr,
+    rng: &mut Rng,
+    seeds: &[(&'static str, Vec<u8>)],
+    seen: &Seen,
+    answers: &Mutex<BTreeMap<&'static str, Vec<u8>>>,
+) -> Result<u64> {
+    let mut s = Raw::connect(addr)?;
+    let one = |s: &mut Raw, name: &str, sql: &[u8]| -> Result<u64> {
+        s.send(&frame(protocol::QUERY, 1, 0, sql))?;
+        if let Some((st, _)) = s.recv()? {
+            count(seen, name, st);
+        }
+        Ok(1)
+    };
+    Ok(match rng.below(8) {
+        0 => {
+            let sql = format!("SELECT count() FROM t WHERE {}", vec!["id = 1"; 4_000].join(" AND "));
+            one(&mut s, "deep", sql.as_bytes())?
+        }
+        1 => one(&mut s, "names", br#"CREATE TABLE "q/../../escape" (a UInt64) ORDER BY a"#)?,
+        2 => {
+            // A held flight: 20 large answers, read, never finished, then closed.
+            let bytes: Vec<u8> = (1..=20).flat_map(|p| frame(protocol::QUERY, p, 0, BIG)).collect();
+            s.send(&bytes)?;
+            for _ in 0..20 {
+                match s.recv()? {
+                    Some((st, _)) => count(seen, "held", st),
+                    None => break,
+                }
+            }
+            20
+        }
+        3 => {
+            // Unread: 20 large answers asked for, none read, closed after a second.
+            let bytes: Vec<u8> = (1..=20).flat_map(|p| frame(protocol::QUERY, p, 0, BIG)).collect();
+            s.send(&bytes)?;
+            std::thread::sleep(Duration::from_secs(1));
+            count(seen, "unread", 0);
+            20
+        }
+        4 => {
+            // A stalled frame: a header promising 1 MiB, three bytes of it, then gone.
+            let mut bytes = (1u32 << 20).to_le_bytes().to_vec();
+            bytes.extend_from_slice(&[1, 2, 3]);
+            s.send(&bytes)?;
+            std::thread::sleep(Duration::from_millis(200));
+            count(seen, "stalled", 0);
+            0
+        }
+        5 => {
+            let base = &seeds[rng.below(seeds.len())].1;
+            let input = fuzzing::mutate(rng, base);
+            let _ = s.stream.write_all(&input).and_then(|_| s.stream.shutdown(Shutdown::Write));
+            let mut n = 0;
+            while let Some((st, _)) = s.recv()? {
+                count(seen, "mutant", st);
+                n += 1;
+            }
+            n
+        }
+        6 => {
+            let list = (0..10_000).map(|i| (i * 13).to_string()).collect::<Vec<_>>().join(",");
+            one(&mut s, "in-list", format!("SELECT count() FROM t WHERE id IN ({list})").as_bytes())?
+        }
+        _ => {
+            // Ordinary work: its answer must not change while others misbehave.
+            let (name, sql) = gen::QUERIES[rng.below(gen::QUERIES.len())];
+            s.send(&frame(protocol::QUERY, 1, 0, sql.as_bytes()))?;
+            let (st, body) = s.recv()?.context("an ordinary query went unanswered")?;
+            count(seen, "ordinary", st);
+            if st == 200 {
+                let mut a = answers.lock().unwrap();
+                let first = a.entry(name).or_insert_with(|| body.clone());
+                if *first != body {
+                    bail!("{name}: an answer differs from the first one while hostile clients ran");
+                }
+            }
+            1
+        }
+    })
+}
+
+/// A raw connection: frames out, (status, body) in.
+struct Raw {
+    stream: TcpStream,
+    got: Vec<u8>,
+}
+
+impl Raw {
+    fn connect(addr: SocketAddr) -> Result<Raw> {
+        let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        Ok(Raw { stream, got: Vec::new() })
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<()> {
+        Ok(self.stream.write_all(bytes)?)
+    }
+
+    /// The next answer, or `None` once the server closed.
+    fn recv(&mut self) -> Result<Option<(u32, Vec<u8>)>> {
+        loop {
+            if let Some(p) = self.got.first_chunk::<4>() {
+                let len = u32::from_le_bytes(*p) as usize;
+                if self.got.len() >= 4 + len {
+                    let r =
+                        zap::read::<zap::Response>(&self.got[4..4 + len]).context("an answer that does not decode")?;
+                    let answer = (r.status(), r.body().map(<[u8]>::to_vec).unwrap_or_default());
+                    self.got.drain(..4 + len);
+                    return Ok(Some(answer));
+                }
+            }
+            let mut buf = [0u8; 64 << 10];
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Ok(None),
+                Ok(n) => self.got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
