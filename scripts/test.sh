@@ -25,13 +25,18 @@ cargo test --release -p probe --features jemalloc-plain
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
 # reference. Generated files that differ from the committed ones mean the
-# committed tables are stale.
-step "paper (workbench tables, claims, paper)"
-target/release/workbench tables >/dev/null
-target/release/workbench tables --scale full >/dev/null
-target/release/workbench paper
-if ! git diff --quiet -- paper/generated; then
-    git --no-pager diff --stat -- paper/generated
+# committed tables are stale. NOTE: in a worktree of HEAD, so that the main
+# job's fresh (uncommitted) data in this tree is not mistaken for staleness.
+step "paper (workbench tables, claims, paper) from HEAD's data, in a worktree"
+wt_parent="$(mktemp -d)"
+wt="$wt_parent/head"
+git worktree add --detach --quiet "$wt" HEAD
+trap 'git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"' EXIT
+target/release/workbench --root "$wt" tables >/dev/null
+target/release/workbench --root "$wt" tables --scale full >/dev/null
+target/release/workbench --root "$wt" paper
+if [ -n "$(git -C "$wt" status --porcelain -- paper/generated)" ]; then
+    git -C "$wt" status --short -- paper/generated
     echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2
     exit 1
 fi
