@@ -57,7 +57,7 @@ fn table(run: &Run) -> Result<Table> {
         name: REPORT.name,
         caption: format!(
             "Hostile clients against one server, a fresh server per workload, on a {}-row table whose SELECT * \
-             answers about 6 MB. flight: {} connections each send {} SELECT * in one flight and finish none, all \
+             answers {}. flight: {} connections each send {} SELECT * in one flight and finish none, all \
              held open until every answer or refusal is read. soak: {} threads for the seconds shown, each act on a \
              new connection, chosen at random: 4,000-term SQL, a path as a table name, a held flight of 20 large \
              answers, 20 large answers never read, a stalled frame, a fuzz mutant, a 10,000-value IN list, or a \
@@ -67,6 +67,9 @@ fn table(run: &Run) -> Result<Table> {
              the answer budget ({}). Held is the answer bytes the server reported holding at the end of the \
              flight. Crashes: 1 if the server had exited or did not answer a ping at the end.",
             param("rows"),
+            values(run, &[("kind", "summary"), ("workload", "flight")], &[], "answer_size_bytes")?
+                .first()
+                .map_or_else(dash, |b| fmt::bytes(*b)),
             param("connections"),
             param("flight"),
             param("clients"),
