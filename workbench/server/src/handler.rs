@@ -233,8 +233,7 @@ impl Handler {
                         );
                         return answer(protocol::TOO_MANY, why);
                     }
-                    Some(room) if !self.budget.try_reserve(need) => {
-                        let _ = room;
+                    Some(_) if !self.budget.try_reserve(need) => {
                         let why = format!(
                             "answer of {} bytes refused: the server's answer budget of {} bytes (--answer-budget) \
                              is held by other answers; try again",

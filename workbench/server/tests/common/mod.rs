@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
 use zap::frame::FrameReader;
-use zap::{Builder, Request, Response};
+use zap::Response;
 
 /// A fresh data directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -27,19 +27,8 @@ impl Drop for TempDir {
     }
 }
 
-/// One request envelope, framed.
-pub fn frame(method: u32, promise: u32, target: u32, payload: &[u8]) -> Vec<u8> {
-    let mut b = Builder::new();
-    let mut r = b.root::<Request>();
-    r.method(method);
-    r.promise(promise);
-    r.target(target);
-    r.payload(payload);
-    let msg = r.finish().unwrap();
-    let mut out = (msg.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(msg);
-    out
-}
+/// One request envelope, framed (the fuzz target's framing, which any client writes).
+pub use server::fuzzing::frame;
 
 /// A raw connection: bytes in, decoded responses out.
 pub struct Raw {
