@@ -79,8 +79,14 @@ pub fn batch(seed: u64, from: u64, to: u64) -> Batch {
     }
 }
 
+/// The position of `ts` in [`CREATE`] and in a [`batch`].
+const TS_COLUMN: usize = 2;
+
 /// Writes rows `[0, rows)` for `seed` as Parquet (LZ4), one row group per
-/// `batch_rows`, so other engines can load identical data.
+/// `batch_rows`, so other engines can load identical data. `ts` is a
+/// timestamp in milliseconds adjusted to UTC (Parquet's `TIMESTAMP(MILLIS,
+/// true)`), so pyarrow, polars and ClickHouse read a time, not an integer;
+/// our `DateTime` is whole seconds, so the milliseconds are always ×1000.
 pub fn write_parquet(path: &Path, seed: u64, rows: u64, batch_rows: u64) -> Result<()> {
     use parquet::basic::Compression;
     use parquet::column::writer::ColumnWriter;
@@ -95,7 +101,7 @@ pub fn write_parquet(path: &Path, seed: u64, rows: u64, batch_rows: u64) -> Resu
             "message t {
                 REQUIRED INT64 id (INTEGER(64, false));
                 REQUIRED INT32 user_id (INTEGER(32, false));
-                REQUIRED INT64 ts;
+                REQUIRED INT64 ts (TIMESTAMP(MILLIS, true));
                 REQUIRED DOUBLE value;
                 REQUIRED BYTE_ARRAY category (STRING);
             }",
@@ -114,7 +120,8 @@ pub fn write_parquet(path: &Path, seed: u64, rows: u64, batch_rows: u64) -> Resu
         while let Some(mut col) = rg.next_column().map_err(pq)? {
             match (col.untyped(), &b.columns[i]) {
                 (ColumnWriter::Int64ColumnWriter(cw), ColumnData::U64(v)) => {
-                    let v: Vec<i64> = v.iter().map(|&x| x as i64).collect();
+                    let unit = if i == TS_COLUMN { 1000 } else { 1 };
+                    let v: Vec<i64> = v.iter().map(|&x| x as i64 * unit).collect();
                     cw.write_batch(&v, None, None).map_err(pq)?;
                 }
                 (ColumnWriter::Int32ColumnWriter(cw), ColumnData::U64(v)) => {

@@ -77,8 +77,9 @@ fn category(df: &DataFrame) -> &StringChunked {
     col(df, "category").str().unwrap()
 }
 
-fn ts(df: &DataFrame) -> &Int64Chunked {
-    col(df, "ts").i64().unwrap()
+/// `ts` in whole seconds, as the engine stores it (the export writes UTC milliseconds).
+fn ts(df: &DataFrame) -> Int64Chunked {
+    col(df, "ts").cast(&DataType::Int64).unwrap().i64().unwrap() / 1000
 }
 
 fn user(df: &DataFrame) -> &UInt32Chunked {
@@ -93,6 +94,29 @@ fn id(df: &DataFrame) -> &UInt64Chunked {
 fn quantile_exact(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     v[((p * v.len() as f64).floor() as usize).min(v.len() - 1)]
+}
+
+/// The export's `ts` reads back as a UTC time, not as an integer, and
+/// names the same second the engine stores.
+#[test]
+fn the_export_writes_ts_as_a_utc_timestamp() {
+    let df = &fixture().df;
+    // Polars without its time-zone database names UTC by its offset.
+    let utc = |tz: &TimeZone| ["UTC", "+00:00"].contains(&tz.as_str());
+    assert!(
+        matches!(col(df, "ts").dtype(), DataType::Datetime(TimeUnit::Milliseconds, Some(tz)) if utc(tz)),
+        "ts must be Parquet's TIMESTAMP(MILLIS, adjusted to UTC), not {:?}",
+        col(df, "ts").dtype()
+    );
+    let first = rows("SELECT ts FROM t WHERE id = 0");
+    let stored = match first[0][0] {
+        Value::U(s) => s as i64,
+        ref v => panic!("ts is {v:?}"),
+    };
+    let exported = ts(&df.filter(&id(df).equal(0)).unwrap()).get(0).unwrap();
+    assert_eq!(exported, stored);
+    // The generator's window ends at its epoch: every time is in the past of 2026.
+    assert!((1_600_000_000..1_800_000_000).contains(&stored), "{stored}");
 }
 
 #[test]

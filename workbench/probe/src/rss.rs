@@ -23,6 +23,15 @@ pub fn read_pid(pid: u32) -> Option<Rss> {
     read_from(&format!("/proc/{pid}/status"))
 }
 
+/// The proportional set size of another process (`Pss` in
+/// `/proc/<pid>/smaps_rollup`), bytes: its private pages plus its share of
+/// pages other processes map too. Summed over processes it counts a shared
+/// library's pages once, where summed RSS counts them once per process.
+pub fn read_pss(pid: u32) -> Option<u64> {
+    let text = std::fs::read(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.split(|b| *b == b'\n').find_map(|line| line.strip_prefix(b"Pss:").and_then(kb))
+}
+
 fn read_from(path: &str) -> Option<Rss> {
     let mut buf = [0u8; 4096];
     let mut f = std::fs::File::open(path).ok()?;
@@ -75,5 +84,9 @@ mod tests {
     fn reads_this_process() {
         let r = super::read().expect("/proc/self/status");
         assert!(r.rss > 0 && r.peak >= r.rss);
+        let pss = super::read_pss(std::process::id()).expect("/proc/<pid>/smaps_rollup");
+        // PSS shares out what other processes also map, so it never exceeds RSS
+        // (read a moment later, so allow the heap to have grown by a page or two).
+        assert!(pss > 0 && pss <= super::read().unwrap().rss + (64 << 10), "{pss}");
     }
 }

@@ -93,7 +93,7 @@ pub fn serve(
             // busy connections reuses; idle connections hold none of them, and
             // a buffer grown for a large frame is freed, not pooled.
             bufs: Mutex::new(zap::frame::BufPool::new(64, 64 << 10)),
-            pool: pool::Pool::start(handler.clone(), cfg.workers, cfg.queue),
+            pool: pool::Pool::start(handler.clone(), cfg.workers, cfg.queue, cfg.idle_spin),
             handler: handler.clone(),
             cfg,
             shutdown: shutdown::Shutdown::default(),

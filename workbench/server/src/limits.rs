@@ -38,6 +38,10 @@ pub struct Config {
     /// How long a peer may leave answers unread (a write that cannot go on)
     /// before it is closed and everything it held freed.
     pub write_timeout: Duration,
+    /// How long the I/O thread keeps polling for the answer to the only
+    /// call in flight before it sleeps in epoll (zero: never). A wake-up
+    /// tuned to a VM, not a bound: see `pool::IDLE_SPIN`.
+    pub idle_spin: Duration,
 }
 
 impl Default for Config {
@@ -72,6 +76,7 @@ impl Default for Config {
             // write_timeout = 10 s: the stall timeout's bound, for the other
             // direction; a reader on loopback drains a 16 MiB answer in ms.
             write_timeout: Duration::from_secs(10),
+            idle_spin: crate::pool::IDLE_SPIN,
         }
     }
 }

@@ -52,6 +52,10 @@ enum Cmd {
         /// A peer that leaves its answers unread this long is closed.
         #[arg(long, default_value_t = 10_000)]
         write_timeout_ms: u64,
+        /// How long the I/O thread polls for the answer to a lone call before
+        /// it sleeps (0: never; see the server README's wake-up section).
+        #[arg(long, default_value_t = server::pool::IDLE_SPIN.as_micros() as u64)]
+        idle_spin_us: u64,
         /// dhat build: where the trace is written at shutdown.
         #[arg(long, default_value = "datastore-server.dhat.json")]
         trace: PathBuf,
@@ -121,6 +125,7 @@ fn main() -> Result<()> {
             answer_budget,
             conn_answer_budget,
             write_timeout_ms,
+            idle_spin_us,
             trace,
         } => {
             let _probe = probe::Probe::start(Some(&trace));
@@ -148,6 +153,7 @@ fn main() -> Result<()> {
                 answer_budget,
                 conn_answer_budget,
                 write_timeout: Duration::from_millis(write_timeout_ms),
+                idle_spin: Duration::from_micros(idle_spin_us),
                 ..Config::default()
             };
             let summary = server::serve(

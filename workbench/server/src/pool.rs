@@ -121,26 +121,32 @@ struct Job {
 
 pub struct Pool {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
+    /// See [`IDLE_SPIN`].
+    idle_spin: Duration,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Jobs sent and not yet answered, over every connection.
     in_flight: AtomicUsize,
 }
 
 /// IDLE_SPIN = 100 µs: how long the I/O thread polls for the answer to the
-/// only job in flight before it parks. PERF: this VM halts an idle vCPU at
-/// once (`haltpoll.guest_halt_poll_ns=0` on the kernel command line), and
-/// waking a halted one costs tens of µs: a job long enough for the I/O
+/// only job in flight before it sleeps in epoll (`--idle-spin-us`, 0 = never).
+/// PERF: a wake-up shaped by this VM, not by the engine: the VM halts an idle
+/// vCPU at once (`haltpoll.guest_halt_poll_ns=0` on the kernel command line),
+/// and waking a halted one costs tens of µs, so a job long enough for the I/O
 /// thread's vCPU to halt (a pipelined chain of 64, ~25 µs of engine work)
-/// paid that wake on top of its work. Polled, the answer is taken as the
-/// worker finishes (pipeline-depth cells, depth 64 at 0.5 ms RTT, 100 runs,
-/// eleven interleaved pairs: the chain's time above one request-response
-/// call, median 42.2 → 30.4 µs; speedup 60.1× → 61.1×). Polling with
-/// `sched_yield` instead of a spin gained nothing (three pairs). Only
-/// while no other job is in flight: a busy server's I/O thread serves its
-/// other connections instead. A job longer than this (a scan) parks as
-/// before, after 100 µs of the I/O thread's CPU, which a lone scan on every
-/// core shares with it (under 1 % of a 10 ms query).
-const IDLE_SPIN: Duration = Duration::from_micros(100);
+/// paid that wake on top of its work. A host that polls before halting
+/// (haltpoll's default) or runs on bare metal gains little from it.
+///
+/// It must not cost other connections their turn: each poll that finds no
+/// answer yields to the runtime (`tokio::task::yield_now`), which checks
+/// every socket (epoll with a zero timeout) and runs whatever became ready
+/// before polling again, so a ping or an accept waits one poll, not the
+/// whole spin. Only while no other job is in flight; a job longer than the
+/// spin (a scan) then sleeps as before, after 100 µs of the I/O thread's
+/// CPU. The io-wakeup experiment measures both costs: background pings'
+/// p99 while chains run, and an idle server's CPU time, with it and
+/// without.
+pub const IDLE_SPIN: Duration = Duration::from_micros(100);
 
 /// Counts a job out of [`Pool::in_flight`] however its wait ends (the
 /// connection's task may be dropped at shutdown).
@@ -153,7 +159,7 @@ impl Drop for InFlight<'_> {
 }
 
 impl Pool {
-    pub fn start(handler: Arc<Handler>, workers: usize, queue: usize) -> Pool {
+    pub fn start(handler: Arc<Handler>, workers: usize, queue: usize, idle_spin: Duration) -> Pool {
         let (tx, rx) = mpsc::channel::<Job>(queue.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let threads = (0..workers.max(1))
@@ -179,7 +185,7 @@ impl Pool {
                     .expect("spawn worker thread")
             })
             .collect();
-        Pool { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads), in_flight: AtomicUsize::new(0) }
+        Pool { tx: Mutex::new(Some(tx)), idle_spin, threads: Mutex::new(threads), in_flight: AtomicUsize::new(0) }
     }
 
     /// Runs `work` on a worker; waits for room in the queue, then for the
@@ -193,13 +199,16 @@ impl Pool {
             Some(tx) => tx.send(Job { work, reply }).await.is_ok(),
             None => false,
         };
-        if sent && alone {
+        if sent && alone && !self.idle_spin.is_zero() {
             let t0 = Instant::now();
-            while t0.elapsed() < IDLE_SPIN {
+            loop {
                 match rx.try_recv() {
                     Ok(a) => return a,
-                    Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
-                    Err(oneshot::error::TryRecvError::Closed) => break,
+                    Err(oneshot::error::TryRecvError::Empty) if t0.elapsed() < self.idle_spin => {
+                        // Other connections' turn: see IDLE_SPIN.
+                        tokio::task::yield_now().await
+                    }
+                    Err(_) => break,
                 }
             }
         }

@@ -67,11 +67,16 @@ fn peer_note(run: &Run) -> String {
         return format!(" clickhouse-server was not measured: {reason}.");
     }
     let version = clickhouse_text(run, &peer, "version").unwrap_or_else(|| "?".into());
+    // NOTE: the date is not in the package's metadata: the upstream changelog it
+    // ships ends at 18.14.18 (2018-12-04), and 18.16 followed that month.
+    let released = if version.starts_with("18.16") { ", released in December 2018" } else { "" };
+    let query = clickhouse_text(run, &peer, "query").unwrap_or_else(|| "SELECT 1".into());
     let limit = values(run, &peer, &[], "server_open_files_limit").ok().and_then(|v| v.first().copied());
     let mut note = format!(
-        " clickhouse-server {version} (Debian's package) ran with a generated config on loopback (max_connections \
-         above the last step, keep-alive 3600 s, open-files limit {}), each connection one HTTP keep-alive \
-         GET of SELECT 1, read and held; measured in the system build's cell.",
+        " clickhouse-server {version} (Debian's package{released}; the throughput peer is a current release) ran \
+         with a generated config on loopback (max_connections above the last step, keep-alive 3600 s, \
+         open-files limit {}), each connection one HTTP keep-alive GET of {query}, read and held; measured in \
+         the system build's cell; its native TCP protocol was not measured.",
         limit.map_or_else(|| "?".into(), |l| fmt::thousands(l as u64))
     );
     if let Some(err) = clickhouse_text(run, &[("server", "clickhouse")], "error") {
@@ -120,10 +125,14 @@ fn table(run: &Run) -> Result<Table> {
     Ok(Table {
         name: REPORT.name,
         caption: format!(
-            "Server memory against idle connections: each connection made one ping and stays open; the load \
+            "Server memory against idle connections: each connection {} and stays open; the load \
              driver is a separate process. RSS from /proc; live heap from the allocator (dhat: exact live bytes; \
              jemalloc: stats.allocated; the system build has none). Medians of {reps} run(s); per-connection \
              columns are the growth from the first step divided by the connections added.{}",
+            match clickhouse_text(run, &[("server", "ours")], "query") {
+                Some(q) => format!("sent {q} once (a one-row table; the same query on both servers) and read the row"),
+                None => "made one ping".into(),
+            },
             peer_note(run)
         ),
         header: vec![

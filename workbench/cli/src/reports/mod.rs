@@ -11,7 +11,7 @@
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
 //!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
-//!   [`datastore_queries`], [`fault_soak`], [`pipeline_depth`], [`server_heap_growth`],
+//!   [`datastore_queries`], [`fault_soak`], [`io_wakeup`], [`pipeline_depth`], [`server_heap_growth`],
 //!   [`throughput`] (two: the run, and ours beside ClickHouse).
 //! - Shared query helpers here ([`values`], [`distinct_u64`], [`median`]) and
 //!   in [`crate::tables`] (selection, summaries, cells, rendering);
@@ -30,6 +30,7 @@ pub mod datastore_queries;
 pub mod fault_soak;
 pub mod heap_growth;
 pub mod instrumentation_cost;
+pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod roundtrip_latency;
 pub mod server_heap_growth;
@@ -81,6 +82,7 @@ pub const REPORTS: &[Report] = &[
     build_stages::REPORT,
     connection_scaling::REPORT,
     pipeline_depth::REPORT,
+    io_wakeup::REPORT,
     server_heap_growth::REPORT,
     fault_soak::REPORT,
     throughput::REPORT,
@@ -103,6 +105,18 @@ pub(crate) fn distinct_u64(run: &Run, col: &str) -> Result<Vec<u64>> {
     v.sort_unstable();
     v.dedup();
     Ok(v)
+}
+
+/// A ratio across repetitions: its median and, when it had more than one
+/// value, its range, as `1.40× (1.31–1.52×)`; a dash when there is none.
+pub(crate) fn ratio_range(ratios: &[f64]) -> String {
+    let Some(m) = median(ratios) else { return tables::dash() };
+    if ratios.len() == 1 {
+        return format!("{m:.2}×");
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{m:.2}× ({lo:.2}–{hi:.2}×)")
 }
 
 /// The median of `v`; `None` when empty.
@@ -135,6 +149,13 @@ mod tests {
         for (path, spec) in specs {
             assert!(REPORTS.iter().any(|r| r.dataset == spec.dataset()), "{} has no report", path.display());
         }
+    }
+
+    #[test]
+    fn ratios_show_their_range() {
+        assert_eq!(ratio_range(&[1.5, 1.2, 1.4]), "1.40× (1.20–1.50×)");
+        assert_eq!(ratio_range(&[2.0]), "2.00×");
+        assert_eq!(ratio_range(&[]), tables::dash());
     }
 
     #[test]

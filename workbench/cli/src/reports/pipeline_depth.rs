@@ -4,7 +4,7 @@
 //! server's measured cost per step, and the flights each took.
 //! Figure: chain time against depth (log–log), one line per mode × delay.
 
-use super::{distinct_u64, median, values, Builds, Report};
+use super::{distinct_u64, median, ratio_range, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -41,7 +41,8 @@ fn table(run: &Run) -> Result<Table> {
         for &depth in &depths {
             let p = median(&ms("pipelined", rtt, depth, "ms")?);
             let r = median(&ms("request-response", rtt, depth, "ms")?);
-            let speedup = median(&ms("ratio", rtt, depth, "speedup")?);
+            let speedups = ms("ratio", rtt, depth, "speedup")?;
+            let speedup = median(&speedups);
             let flights = |mode| -> Result<String> {
                 Ok(median(&ms(mode, rtt, depth, "flights")?).map_or_else(dash, fmt::count))
             };
@@ -50,7 +51,7 @@ fn table(run: &Run) -> Result<Table> {
                 depth.to_string(),
                 p.map_or_else(dash, fmt::sig3),
                 r.map_or_else(dash, fmt::sig3),
-                speedup.map_or_else(dash, |s| format!("{}×", fmt::sig3(s))),
+                ratio_range(&speedups),
                 ideal.map_or_else(dash, |i| format!("{}×", fmt::sig3(i.speedup(depth)))),
                 match (speedup, ideal) {
                     (Some(s), Some(i)) => format!("{} %", fmt::sig3(100.0 * s / i.speedup(depth))),
@@ -66,12 +67,15 @@ fn table(run: &Run) -> Result<Table> {
         caption: format!(
             "Dependent chains (each call takes the previous answer as its argument) through a delay proxy that \
              holds every byte for half the added round-trip time each way; server in its own process. Medians of \
-             {} interleaved runs per cell; the speedup is request-response ÷ pipelined of the same run; flights \
+             {} interleaved runs per cell (pipelined first in even runs, request-response first in odd ones) in \
+             each of {} repetition(s), a fresh server each; the speedup is request-response ÷ pipelined of one \
+             repetition, shown as the median and range over the repetitions; flights \
              are client→server bursts the proxy saw. Ideal: the most pipelining can give when one step costs the \
              server s and one call costs R request-response, d·R ÷ (R + (d − 1)·s), with R the median \
              request-response time at depth 1 and s the slope of the pipelined time over depth, both from this \
              run at this delay{}; \"of ideal\" is the measured speedup ÷ that.",
             runs.map_or_else(|| "the".into(), |r| r.to_string()),
+            run.manifest.spec.scale(&run.manifest.scale).map_or(1, |s| s.repetitions),
             steps_text(run)?
         ),
         header: vec![

@@ -5,7 +5,7 @@
 //! query. A second table, [`VERSUS`], sets ours beside ClickHouse per query
 //! and client count, at every core and at one thread each.
 
-use super::{distinct_u64, median, values, Builds, Report};
+use super::{distinct_u64, median, ratio_range, values, Builds, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
@@ -43,29 +43,44 @@ fn engine_name(engine: &str) -> String {
         "ours" => "datastore-server (ZAP)".into(),
         "ours-1-thread" => "datastore-server (ZAP, 1 thread a query)".into(),
         "clickhouse" => "ClickHouse (chDB, default threads)".into(),
-        "clickhouse-1-thread" => "ClickHouse (chDB, 1 thread)".into(),
+        "clickhouse-1-thread" => "ClickHouse (chDB, 1 thread a query)".into(),
         other => other.into(),
     }
 }
 
-/// What the run says of its peer: its version, or why it did not run.
+/// What the run says of its peer: its version, how it ran, or why it did not.
 fn peer_note(run: &Run) -> Result<String> {
     let Ok(df) = crate::tables::select(&run.records, &[("kind", "peer")], &[]) else { return Ok(String::new()) };
     if df.height() == 0 {
         return Ok(" No peer was configured for this run.".into());
     }
     let text = |col: &str| -> Option<String> { df.column(col).ok()?.str().ok()?.get(0).map(str::to_string) };
-    Ok(match text("version") {
-        Some(v) => format!(
-            " The peer is {v}, in process through its Python API (its clients are Python threads, one cursor \
-             each), on the same rows loaded from a Parquet export, with quantileExact for our exact quantile; \
-             its first answer to each query was checked equal to ours."
-        ),
-        None => format!(
+    let Some(v) = text("version") else {
+        return Ok(format!(
             " ClickHouse (chDB) did not run: {}.",
             text("reason").unwrap_or_else(|| "no reason recorded".into())
-        ),
-    })
+        ));
+    };
+    let num = |engine: &str, col: &str| -> Result<String> {
+        Ok(median(&values(run, &[("kind", "peer"), ("engine", engine)], &[], col)?)
+            .map_or_else(|| "?".into(), |x| format!("{x:.0}")))
+    };
+    if df.column("client_processes").is_err() {
+        // A dataset from before the peer served concurrent clients.
+        return Ok(format!(
+            " The peer is {v}, in process through its Python API, its clients Python threads sharing one \
+             connection (so one query at a time); its first answer to each query was checked equal to ours."
+        ));
+    }
+    Ok(format!(
+        " The peer is {v}, through its Python API, one process a client (chDB runs one query at a time a \
+         process), each over its own hard-linked copy of the same loaded table ({} active part), so c clients \
+         run c queries at once; max_threads in effect {} (default) and {} (one thread). Its answers: every one \
+         equal to its client's first, and every client's first equal to ours.",
+        num("clickhouse", "parts")?,
+        num("clickhouse", "max_threads")?,
+        num("clickhouse-1-thread", "max_threads")?,
+    ))
 }
 
 fn table(run: &Run) -> Result<Table> {
@@ -96,6 +111,7 @@ fn table(run: &Run) -> Result<Table> {
                 fmt::sig3(qps),
                 pick("p50_ms")?.map_or_else(dash, fmt::sig3),
                 pick("p99_ms")?.map_or_else(dash, fmt::sig3),
+                pick("engine_p50_ms").unwrap_or(None).map_or_else(dash, fmt::sig3),
                 median(&rss).map_or_else(dash, fmt::bytes),
                 peak.map_or_else(dash, fmt::bytes),
             ]);
@@ -107,56 +123,129 @@ fn table(run: &Run) -> Result<Table> {
         name: REPORT.name,
         caption: format!(
             "Closed-loop throughput over ZAP on {} rows: each client (one thread, one connection) sends its next \
-             query when the last is answered, for {} s per query and client count; every answer is checked equal \
-             to the first. Server in its own process, its RSS sampled every 100 ms (median and peak over the \
-             cell; for the peer, the RSS of its whole process). Medians of {} run(s).{}",
+             query when the last is answered, for {} s per query, client count and round; every answer is checked \
+             equal to the first. Server in its own process, its RSS sampled every 100 ms (median and peak over the \
+             cell; for the peer, the proportional set size summed over its client processes, which counts the \
+             pages they share once). Engine p50: the peer's own elapsed time a query, beside the latency its \
+             client saw. Medians of {} round(s) in {} run(s).{}",
             param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
             param("seconds"),
+            param("rounds").parse::<u64>().unwrap_or(1),
             s.map_or(1, |s| s.repetitions),
             peer_note(run)?,
         ),
-        header: vec!["Engine", "Query", "Clients", "QPS", "p50 (ms)", "p99 (ms)", "RSS (median)", "RSS (peak)"],
+        header: vec![
+            "Engine",
+            "Query",
+            "Clients",
+            "QPS",
+            "p50 (ms)",
+            "p99 (ms)",
+            "Engine p50 (ms)",
+            "RSS (median)",
+            "RSS (peak)",
+        ],
         rows,
         source: source_of(run),
     })
 }
 
-/// Ours beside ClickHouse: QPS per query and client count, and the ratio,
-/// with every core and with one thread a query on each side.
+/// The rounds of a run (one per repetition of every engine), or `[None]`
+/// for a dataset from before rounds.
+fn rounds(q: &Run) -> Result<Vec<Option<u64>>> {
+    Ok(match q.records.column("round") {
+        Ok(_) => distinct_u64(q, "round")?.into_iter().map(Some).collect(),
+        Err(_) => vec![None],
+    })
+}
+
+/// ClickHouse's own scaling at one thread a query: QPS at two clients ÷ at
+/// one, per query (`None` when the run lacks either).
+fn peer_scaling(q: &Run, query: &str) -> Result<Option<f64>> {
+    let at = |c: u64| -> Result<Option<f64>> {
+        Ok(median(&values(q, &[("engine", "clickhouse-1-thread"), ("query", query)], &[("concurrency", c)], "qps")?))
+    };
+    Ok(match (at(1)?, at(2)?) {
+        (Some(one), Some(two)) if one > 0.0 => Some(two / one),
+        _ => None,
+    })
+}
+
+/// The peer must serve two clients at once at least 1.8 times as fast as
+/// one (one thread a query, every query) before a ratio at two or more
+/// clients is shown: below that, such a ratio measures how the peer was
+/// driven, not the engine.
+pub const PEER_SCALING_FLOOR: f64 = 1.8;
+
+/// Ours beside ClickHouse: QPS per query and client count, and the ratio
+/// ours ÷ ClickHouse as its median and range over the rounds (each round
+/// ran both engines, in alternating order), with every core and with one
+/// thread a query on each side.
 fn versus(run: &Run) -> Result<Table> {
     let q = run_queries(run)?;
     let levels = distinct_u64(&q, "concurrency")?;
+    let rounds = rounds(&q)?;
     let queries: Vec<String> = series(run)?.into_iter().map(|(_, name)| name).fold(Vec::new(), |mut v, n| {
         if !v.contains(&n) {
             v.push(n)
         }
         v
     });
+    let qps_round = |engine: &str, query: &str, c: u64, round: Option<u64>| -> Result<Option<f64>> {
+        let mut nums = vec![("concurrency", c)];
+        nums.extend(round.map(|r| ("round", r)));
+        Ok(median(&values(&q, &[("engine", engine), ("query", query)], &nums, "qps")?))
+    };
     let qps = |engine: &str, query: &str, c: u64| -> Result<Option<f64>> {
         Ok(median(&values(&q, &[("engine", engine), ("query", query)], &[("concurrency", c)], "qps")?))
     };
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => dash(),
+    let ratio = |a: &str, b: &str, query: &str, c: u64| -> Result<String> {
+        let mut r = Vec::new();
+        for &round in &rounds {
+            if let (Some(x), Some(y)) = (qps_round(a, query, c, round)?, qps_round(b, query, c, round)?) {
+                if y > 0.0 {
+                    r.push(x / y);
+                }
+            }
+        }
+        Ok(ratio_range(&r))
     };
     let show = |v: Option<f64>| v.map_or_else(dash, fmt::sig3);
+    let scaling: Vec<(String, Option<f64>)> =
+        queries.iter().map(|n| Ok((n.clone(), peer_scaling(&q, n)?))).collect::<Result<_>>()?;
+    let concurrent = scaling.iter().all(|(_, s)| s.is_some_and(|s| s >= PEER_SCALING_FLOOR));
     let mut rows = Vec::new();
     for query in &queries {
-        for &c in &levels {
-            let (ours, theirs) = (qps("ours", query, c)?, qps("clickhouse", query, c)?);
-            let (ours1, theirs1) = (qps("ours-1-thread", query, c)?, qps("clickhouse-1-thread", query, c)?);
+        for &c in levels.iter().filter(|&&c| c == 1 || concurrent) {
             rows.push(vec![
                 query.clone(),
                 c.to_string(),
-                show(ours),
-                show(theirs),
-                ratio(ours, theirs),
-                show(ours1),
-                show(theirs1),
-                ratio(ours1, theirs1),
+                show(qps("ours", query, c)?),
+                show(qps("clickhouse", query, c)?),
+                ratio("ours", "clickhouse", query, c)?,
+                show(qps("ours-1-thread", query, c)?),
+                show(qps("clickhouse-1-thread", query, c)?),
+                ratio("ours-1-thread", "clickhouse-1-thread", query, c)?,
             ]);
         }
     }
+    let scaling_text = scaling
+        .iter()
+        .map(|(n, s)| format!("{n} {}", s.map_or_else(dash, |s| format!("{s:.2}×"))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let scaling_note = match concurrent {
+        true => format!(
+            " ClickHouse serves clients concurrently here: at one thread a query its QPS at two clients is \
+             {scaling_text} its QPS at one (the table shows more than one client only when every query \
+             reaches {PEER_SCALING_FLOOR}×)."
+        ),
+        false => format!(
+            " Only one client is shown: at one thread a query ClickHouse's QPS at two clients was \
+             {scaling_text} its QPS at one, under the {PEER_SCALING_FLOOR}× a peer serving clients \
+             concurrently reaches, so a ratio at more clients would measure how it was driven."
+        ),
+    };
     let rss = values(run, &[("kind", "rss"), ("engine", "ours")], &[], "rss_bytes")?;
     let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let rows_param = run
@@ -166,16 +255,19 @@ fn versus(run: &Run) -> Result<Table> {
         .and_then(|s| s.params.get("rows"))
         .and_then(|v| v.as_u64())
         .map_or_else(|| "?".into(), fmt::thousands);
+    let n_rounds = rounds.iter().flatten().count().max(1);
     Ok(Table {
         name: VERSUS.name,
         caption: format!(
             "Ours against upstream ClickHouse on the same {rows_param} rows, the same queries and the same closed loop \
-             (the throughput table's runs): QPS and the ratio ours ÷ ClickHouse, first with every core on both \
-             sides (ours: as many threads a query as the server's CPU budget grants; ClickHouse: its default), \
-             then with one thread a query on both sides. Our server's RSS through the whole mix, sampled every \
-             100 ms: median {}, peak {}.{}",
+             (the throughput table's runs): QPS (median of {n_rounds} round(s)) and the ratio ours ÷ ClickHouse as \
+             its median and range over the rounds; each round ran both engines, ours first in even rounds and \
+             ClickHouse first in odd ones. First with every core on both sides (ours: as many threads a query as \
+             the server's CPU budget grants; ClickHouse: its default), then with one thread a query on both \
+             sides. Our server's RSS through the whole mix, sampled every 100 ms: median {}, peak {}.{}{}",
             median(&rss).map_or_else(dash, fmt::bytes),
             peak.map_or_else(dash, fmt::bytes),
+            scaling_note,
             peer_note(run)?,
         ),
         header: vec![

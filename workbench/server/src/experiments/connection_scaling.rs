@@ -1,10 +1,11 @@
-//! Server memory against idle connections: each connection makes one
-//! `ping` and stays open; at each step the server reports its RSS, live heap
-//! and (jemalloc build) `stats.allocated/active/resident`.
+//! Server memory against idle connections: each connection sends the same
+//! trivial query ([`TRIVIAL`], on a one-row table both servers hold), reads
+//! the answer and stays open; at each step the server reports its RSS, live
+//! heap and (jemalloc build) `stats.allocated/active/resident`.
 //!
 //! Beside it, in the system build's cell, when `clickhouse` names a
 //! binary: Debian's `clickhouse-server` on the same steps, over HTTP
-//! keep-alive ([`clickhouse`]).
+//! keep-alive ([`clickhouse`]), the same query on every connection.
 //!
 //! Params: `steps` (connection counts, ascending), `settle_ms` (pause before
 //! each sample, so the last replies and frees have happened), `clickhouse`
@@ -20,6 +21,21 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const EXPERIMENT: Experiment = Experiment { name: "connection-scaling", run };
+
+/// The query every connection sends once, on both servers: one row of a
+/// one-row table (our SQL needs a FROM, so `SELECT 1` would not be the same
+/// work on both sides).
+pub const TRIVIAL: &str = "SELECT x FROM one";
+
+/// A fresh connection that has sent [`TRIVIAL`] and read its one row.
+fn trivial_once(addr: SocketAddr) -> Result<crate::client::Client> {
+    let mut c = crate::client::Client::connect(addr)?;
+    let rows = c.execute(TRIVIAL)?;
+    if rows.rows != [vec![datastore::Value::U(1)]] {
+        bail!("{TRIVIAL} answered {:?}", rows.rows);
+    }
+    Ok(c)
+}
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let steps: Vec<usize> = cell.param("steps", vec![10, 100, 1000])?;
@@ -41,15 +57,25 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     // The control connection asks for stats; it is one of the counted ones.
     let mut ctl = ping_once(server.addr)?;
+    ctl.execute("CREATE TABLE one (x UInt64) ORDER BY (x)")?;
+    let p = ctl.insert(
+        "one",
+        &[("x".to_string(), datastore::ColumnType::UInt64)],
+        &datastore::Batch { columns: vec![datastore::ColumnData::U64(vec![1])] },
+    )?;
+    ctl.wait(p)?;
+    ctl.finish(p)?;
+    trivial_once(server.addr)?;
     let mut held = Vec::with_capacity(max);
     for (i, &n) in steps.iter().enumerate() {
         while held.len() + 1 < n {
-            held.push(ping_once(server.addr).with_context(|| format!("opening connection {}", held.len() + 2))?);
+            held.push(trivial_once(server.addr).with_context(|| format!("opening connection {}", held.len() + 2))?);
         }
         std::thread::sleep(settle);
         let s = server.stats(&mut ctl)?;
         out.emit(json!({
             "server": "ours",
+            "query": TRIVIAL,
             "connections": n,
             "server_connections": s["connections"],
             "rss_bytes": s["rss_bytes"],
@@ -78,7 +104,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
 /// The official column: Debian's `clickhouse-server` (old: 18.16), started
 /// on loopback with a generated config (`max_connections` above the last
 /// step, HTTP keep-alive for an hour), driven over HTTP keep-alive: each
-/// connection sends `SELECT 1` once, reads the answer and stays open. Its
+/// connection sends [`TRIVIAL`] once (table `one` made first, in memory),
+/// reads the answer and stays open. Its
 /// RSS and thread count at each step; a step it cannot reach is recorded
 /// with the error, and the steps stop there.
 fn clickhouse(
@@ -148,12 +175,19 @@ fn clickhouse(
         let (_, version) = version;
         let server_fds = open_files_limit(child.id());
         out.emit(json!({"server": "clickhouse", "kind": "peer", "available": true,
-            "version": version.trim(), "server_open_files_limit": server_fds}))?;
+            "version": version.trim(), "server_open_files_limit": server_fds, "query": TRIVIAL}))?;
+        http_post(addr, "CREATE TABLE one (x UInt64) ENGINE = Memory")?;
+        http_post(addr, "INSERT INTO one VALUES (1)")?;
+        let trivial = TRIVIAL.replace(' ', "%20");
+        let (_, one) = http_get(addr, &trivial)?;
+        if one.trim() != "1" {
+            bail!("clickhouse-server answered {TRIVIAL} with {one:?}");
+        }
         let mut held = Vec::with_capacity(max);
         for (i, &n) in steps.iter().enumerate() {
             let mut failed = None;
             while held.len() < n {
-                match http_get(addr, "SELECT%201") {
+                match http_get(addr, &trivial) {
                     Ok((s, _)) => held.push(s),
                     Err(e) => {
                         failed = Some(format!("{e:#}"));
@@ -191,6 +225,19 @@ fn clickhouse(
 /// A free loopback port (bound, then released for the server to take).
 fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// One statement POSTed on a connection of its own, read to the end.
+fn http_post(addr: SocketAddr, sql: &str) -> Result<()> {
+    let mut s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(s, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{sql}", sql.len())?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).context("reading the answer")?;
+    if !answer.starts_with("HTTP/1.1 200") {
+        bail!("clickhouse-server answered {sql:?} with {}", answer.lines().next().unwrap_or(""));
+    }
+    Ok(())
 }
 
 /// One HTTP/1.1 keep-alive GET of `query` on a new connection: the open

@@ -16,7 +16,7 @@
 //!   spec's per-scale settings, naming the key at fault.
 //! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
 //!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
-//!   pipeline-depth, throughput).
+//!   io-wakeup, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink.
 
@@ -34,6 +34,7 @@ pub mod connection_scaling;
 pub mod datastore_queries;
 pub mod fault_soak;
 pub mod heap_growth;
+pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod throughput;
 
@@ -76,6 +77,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     datastore_queries::EXPERIMENT,
     fault_soak::EXPERIMENT,
     heap_growth::EXPERIMENT,
+    io_wakeup::EXPERIMENT,
     pipeline_depth::EXPERIMENT,
     throughput::EXPERIMENT,
 ];
@@ -87,6 +89,7 @@ pub const NAMES: &[&str] = &[
     "datastore-queries",
     "fault-soak",
     "server-heap-growth",
+    "io-wakeup",
     "pipeline-depth",
     "throughput",
 ];

@@ -4,7 +4,8 @@
 //!
 //! Params: `depths`, `rtt_us` (round-trip delays the proxy adds; 0 = the
 //! proxy's own forwarding only), `runs` per (delay, depth, mode),
-//! interleaved pipelined / request-response.
+//! interleaved: pipelined first in even runs, request-response first in
+//! odd ones, so neither mode always follows the other.
 //! Records: one per run (`mode`, `ms`, `flights`: client→server flights
 //! the proxy saw), and per (delay, depth) one `mode = "ratio"` record with
 //! `speedup` = median request-response ÷ median pipelined of this run.
@@ -39,10 +40,14 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             // NOTE: no flush between chains: the previous chain's queued
             // finishes leave with this chain's calls, in the same flight.
             for r in 0..runs {
-                for (mode, f, times) in [
+                let mut pair = [
                     ("pipelined", chain::pipelined as Chain, &mut tp),
                     ("request-response", chain::request_response as Chain, &mut tr),
-                ] {
+                ];
+                if r % 2 == 1 {
+                    pair.reverse();
+                }
+                for (mode, f, times) in pair {
                     let f0 = proxy.stats.flights();
                     let t0 = Instant::now();
                     let v = f(&mut c, depth)?;

@@ -1,31 +1,42 @@
 //! Closed-loop query throughput over ZAP: for each concurrency c, c
 //! clients (threads, one connection each) run one workload query back to
-//! back for a fixed time; QPS and latency percentiles per (query, c). The
-//! server's RSS is sampled every 100 ms throughout.
+//! back for a fixed time; QPS and latency percentiles per (query, c,
+//! round). The server's RSS is sampled every 100 ms throughout.
 //!
 //! Beside it, when `chdb` names a command, upstream ClickHouse in process
 //! (chDB, `scripts/chdb_engine.py`) on the same rows (loaded from this
 //! cell's Parquet export into `MergeTree ORDER BY (category, ts)`, optimised
 //! to one part), the same queries (`quantileExact` for our exact quantile),
-//! the same closed loop, interleaved with ours query by query; at each
-//! `chdb_threads` setting (0 = its default, one per core).
+//! the same closed loop; at each `chdb_threads` setting (0 = its default,
+//! one per core). chDB runs one query at a time per process, so each
+//! ClickHouse client is a process of its own over a hard-linked copy of the
+//! loaded table (see the script): c clients are c queries at once, as on
+//! our server.
 //!
 //! Ours runs at each `threads` setting (a server per setting, started with
 //! `--query-threads`; 0 = every core the CPU budget grants).
 //!
-//! Params: `rows` (table size), `concurrency` (client counts), `seconds`
-//! per (query, c), `batch` (rows per insert when loading), `threads`,
-//! `chdb` (command, e.g. `[".venv/bin/python", "scripts/chdb_engine.py"]`),
-//! `chdb_threads`.
-//! Records: `kind = "query"`: engine, query, concurrency, queries, seconds,
-//! qps, p50_ms, p99_ms, mean_ms; `kind = "rss"`: t_s, rss_bytes and the
-//! engine, query and concurrency running then; `kind = "peer"`: whether
-//! the peer ran, its version, or why not.
+//! Every (c, query) runs `rounds` times; in each round every engine runs
+//! once, ours first in even rounds and ClickHouse first in odd ones, so a
+//! ratio has one value a round and drift favours neither side.
 //!
-//! Every answer is compared with the first answer of its query, and the
-//! peer's first answer with ours (counts exact, floats to 1e-9 relative,
-//! rows in order where the query orders them): an engine that answers
-//! differently fails the cell.
+//! Params: `rows` (table size), `concurrency` (client counts), `seconds`
+//! per (query, c, engine, round), `rounds`, `batch` (rows per insert when
+//! loading), `threads`, `chdb` (command, e.g. `[".venv/bin/python",
+//! "scripts/chdb_engine.py"]`), `chdb_threads`.
+//! Records: `kind = "query"`: engine, query, concurrency, round, queries,
+//! seconds, qps, p50_ms, p99_ms, mean_ms, answers_checked (and for
+//! ClickHouse engine_p50_ms: its own elapsed time a query); `kind = "rss"`:
+//! t_s, rss_bytes (ours: VmRSS; ClickHouse: the PSS summed over the client
+//! processes running) and the engine, query, concurrency running then;
+//! `kind = "peer"`: one per ClickHouse setting: whether the peer ran, its
+//! version, the max_threads in effect, its active part count, or why not.
+//!
+//! Every answer is checked: ours equal to our first answer of the query
+//! (exactly), each ClickHouse client's answers equal to its own first (in
+//! the script), and every ClickHouse client's first equal to ours (counts
+//! exact, floats to 1e-9 relative, rows in order where the query orders
+//! them): an engine that answers differently fails the cell.
 
 use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::client::{Client, Rows};
@@ -43,9 +54,10 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let rows: u64 = cell.param("rows", 1_000_000)?;
     let levels: Vec<usize> = cell.param("concurrency", vec![1, 2, 4, 8])?;
     let seconds: f64 = cell.param("seconds", 1.0)?;
+    let rounds: usize = cell.param("rounds", 5)?;
     let batch: u64 = cell.param("batch", 1_000_000)?;
-    if levels.is_empty() || levels.contains(&0) || !seconds.is_finite() || seconds <= 0.0 {
-        bail!("{}: params.concurrency needs counts ≥ 1 and params.seconds > 0", cell.experiment);
+    if levels.is_empty() || levels.contains(&0) || !seconds.is_finite() || seconds <= 0.0 || rounds == 0 {
+        bail!("{}: params.concurrency needs counts ≥ 1, params.seconds > 0 and params.rounds ≥ 1", cell.experiment);
     }
     let data = cell.work_dir.join("db");
     let t0 = Instant::now();
@@ -57,7 +69,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
 
     let fds = crate::limits::raise_fd_limit();
     let max = levels.iter().copied().max().unwrap_or(1);
-    if (fds as usize) < max + 64 {
+    if (fds as usize) < 3 * max + 64 {
         bail!("the load driver may open {fds} files; {max} clients need more (params.concurrency)");
     }
     let our_threads: Vec<u64> = cell.param("threads", vec![0])?;
@@ -77,33 +89,47 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let chdb_threads: Vec<u64> = cell.param("chdb_threads", vec![0])?;
     let mut peer = match chdb_cmd.is_empty() {
         true => None,
-        false => {
-            let parquet = cell.work_dir.join("t.parquet");
-            gen::write_parquet(&parquet, cell.seed, rows, batch)
-                .with_context(|| format!("writing {}", parquet.display()))?;
-            match Chdb::start(&chdb_cmd, &parquet) {
-                Ok(p) => {
-                    out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": true,
-                        "version": p.version, "load_seconds": p.load_seconds}))?;
-                    Some(p)
+        false => match Peer::start(&chdb_cmd, cell, rows, batch, max) {
+            Ok(mut p) => {
+                for &t in &chdb_threads {
+                    let effective = p.max_threads(t)?;
+                    out.emit(json!({"kind": "peer", "engine": engine_label("clickhouse", t), "available": true,
+                        "version": p.version, "load_seconds": p.load_seconds, "parts": p.parts,
+                        "max_threads": effective, "client_processes": p.workers.len()}))?;
                 }
-                Err(e) => {
-                    eprintln!("note: ClickHouse (chDB) not measured: {e:#}");
-                    out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": false,
-                        "reason": format!("{e:#}")}))?;
-                    None
-                }
+                Some(p)
             }
-        }
+            Err(e) => {
+                eprintln!("note: ClickHouse (chDB) not measured: {e:#}");
+                out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": false,
+                    "reason": format!("{e:#}")}))?;
+                None
+            }
+        },
     };
     let expected: Vec<Rows> = {
         let mut c = Client::connect(server.addr)?;
         gen::QUERIES.iter().map(|(_, sql)| c.execute(sql)).collect::<Result<_, _>>()?
     };
+    if let Some(p) = peer.as_mut() {
+        // Each ClickHouse client process answers each query once before
+        // anything is timed, as our server did for `expected` just above.
+        for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
+            for &t in &chdb_threads {
+                let r = p.run(&clickhouse_sql(sql), p.workers.len(), 1e-6, t)?;
+                r.check(name, sql, &expected[qi])?;
+            }
+        }
+    }
 
-    // The sampler: the server's RSS every 100 ms, tagged with what runs.
-    // The sampler: the RSS of the engine running now, every 100 ms.
-    let phase = Arc::new(Mutex::new(Phase { engine: "ours".into(), query: "warm-up".into(), c: 0, pid: server.pid() }));
+    // The sampler: the memory of the engine running now, every 100 ms.
+    let phase = Arc::new(Mutex::new(Phase {
+        engine: "ours".into(),
+        query: "warm-up".into(),
+        c: 0,
+        pids: vec![server.pid()],
+        pss: false,
+    }));
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
         let (phase, stop) = (phase.clone(), stop.clone());
@@ -113,8 +139,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             while !stop.load(Ordering::Relaxed) {
                 let p = phase.lock().map(|p| p.clone()).ok();
                 if let Some(p) = p {
-                    if let Some(r) = probe::rss::read_pid(p.pid) {
-                        samples.push((start.elapsed().as_secs_f64(), r.rss, p));
+                    if let Some(bytes) = p.bytes() {
+                        samples.push((start.elapsed().as_secs_f64(), bytes, p));
                     }
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -122,37 +148,59 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             samples
         })
     };
-    let set_phase = |engine: &str, query: &str, c: usize, pid: u32| {
+    let set_phase = |engine: &str, query: &str, c: usize, pids: Vec<u32>, pss: bool| {
         if let Ok(mut p) = phase.lock() {
-            *p = Phase { engine: engine.into(), query: query.into(), c, pid };
+            *p = Phase { engine: engine.into(), query: query.into(), c, pids, pss };
         }
     };
 
     let engines = servers.len() + peer.as_ref().map_or(0, |_| chdb_threads.len());
-    let total = levels.len() * gen::QUERIES.len() * engines;
+    let total = levels.len() * gen::QUERIES.len() * rounds * engines;
     let mut done = 0;
     let result = (|| -> Result<()> {
         for &c in &levels {
             for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
-                for (engine, server) in &servers {
-                    set_phase(engine, name, c, server.pid());
-                    let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
-                        .with_context(|| format!("{engine}: {name} at {c} client(s)"))?;
-                    emit_query(out, engine, name, c, rows, lat, secs)?;
-                    done += 1;
-                    progress(done, total);
-                }
-                let Some(p) = peer.as_mut() else { continue };
-                for &threads in &chdb_threads {
-                    let engine = engine_label("clickhouse", threads);
-                    set_phase(&engine, name, c, p.pid());
-                    let (lat, secs, got) = p
-                        .run(&clickhouse_sql(sql), c, seconds, threads)
-                        .with_context(|| format!("ClickHouse: {name} at {c} client(s)"))?;
-                    same_answer(name, sql, &expected[qi], &got)?;
-                    emit_query(out, &engine, name, c, rows, lat, secs)?;
-                    done += 1;
-                    progress(done, total);
+                for round in 0..rounds {
+                    // Ours first in even rounds, ClickHouse first in odd ones.
+                    for side in [round % 2, 1 - round % 2] {
+                        if side == 0 {
+                            for (engine, server) in &servers {
+                                set_phase(engine, name, c, vec![server.pid()], false);
+                                let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
+                                    .with_context(|| format!("{engine}: {name} at {c} client(s)"))?;
+                                let n = lat.len();
+                                emit_query(
+                                    out,
+                                    engine,
+                                    name,
+                                    c,
+                                    round,
+                                    rows,
+                                    lat,
+                                    secs,
+                                    json!({"answers_checked": n}),
+                                )?;
+                                done += 1;
+                                progress(done, total);
+                            }
+                            continue;
+                        }
+                        let Some(p) = peer.as_mut() else { continue };
+                        for &threads in &chdb_threads {
+                            let engine = engine_label("clickhouse", threads);
+                            set_phase(&engine, name, c, p.pids(c), true);
+                            let r = p
+                                .run(&clickhouse_sql(sql), c, seconds, threads)
+                                .with_context(|| format!("ClickHouse: {name} at {c} client(s)"))?;
+                            r.check(name, sql, &expected[qi])?;
+                            let mut engine_ms = r.engine_ms;
+                            let extra = json!({"answers_checked": r.answers,
+                                "engine_p50_ms": percentile(&mut engine_ms, 50.0)});
+                            emit_query(out, &engine, name, c, round, rows, r.latencies, r.elapsed, extra)?;
+                            done += 1;
+                            progress(done, total);
+                        }
+                    }
                 }
             }
         }
@@ -182,31 +230,50 @@ pub fn engine_label(base: &str, threads: u64) -> String {
     }
 }
 
-/// What runs now, for the RSS sampler.
+/// What runs now, for the memory sampler.
 #[derive(Clone, Default)]
 struct Phase {
     engine: String,
     query: String,
     c: usize,
-    pid: u32,
+    pids: Vec<u32>,
+    /// Sum the processes' PSS (ClickHouse's client processes share chDB's
+    /// library and the table's page cache); else the one pid's VmRSS.
+    pss: bool,
 }
 
+impl Phase {
+    fn bytes(&self) -> Option<u64> {
+        match self.pss {
+            false => probe::rss::read_pid(*self.pids.first()?).map(|r| r.rss),
+            true => self.pids.iter().map(|&p| probe::rss::read_pss(p)).sum(),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn emit_query(
     out: &mut Records,
     engine: &str,
     query: &str,
     c: usize,
+    round: usize,
     rows: u64,
     lat: Vec<f64>,
     secs: f64,
+    extra: serde_json::Value,
 ) -> Result<()> {
     let mut ms: Vec<f64> = lat.iter().map(|d| d * 1e3).collect();
     let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
-    out.emit(json!({
-        "kind": "query", "engine": engine, "query": query, "concurrency": c, "rows": rows,
+    let mut r = json!({
+        "kind": "query", "engine": engine, "query": query, "concurrency": c, "round": round, "rows": rows,
         "queries": ms.len(), "seconds": secs, "qps": ms.len() as f64 / secs,
         "p50_ms": percentile(&mut ms, 50.0), "p99_ms": percentile(&mut ms, 99.0), "mean_ms": mean,
-    }))
+    });
+    if let (Some(r), serde_json::Value::Object(extra)) = (r.as_object_mut(), extra) {
+        r.extend(extra);
+    }
+    out.emit(r)
 }
 
 /// Our SQL in ClickHouse's dialect: our `quantile` is exact, ClickHouse's
@@ -281,83 +348,170 @@ fn same_answer(name: &str, sql: &str, ours: &Rows, theirs: &[Vec<serde_json::Val
     Ok(())
 }
 
-/// `scripts/chdb_engine.py` in a child process, the table loaded.
-struct Chdb {
+/// One `scripts/chdb_engine.py` process: a JSON-lines conversation.
+struct Worker {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     stdout: std::io::BufReader<std::process::ChildStdout>,
-    version: String,
-    load_seconds: f64,
 }
 
-impl Chdb {
-    fn start(cmd: &[String], parquet: &std::path::Path) -> Result<Chdb> {
+impl Worker {
+    /// Starts the script; its first line says whether chDB is there.
+    fn start(cmd: &[String]) -> Result<(Worker, serde_json::Value)> {
         let (prog, args) = cmd.split_first().context("params.chdb is empty")?;
         let mut child = std::process::Command::new(prog)
             .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .with_context(|| format!("starting {}", cmd.join(" ")))?;
+            .with_context(|| format!("starting {} (params.chdb)", cmd.join(" ")))?;
         let stdin = child.stdin.take().context("chdb stdin")?;
         let stdout = std::io::BufReader::new(child.stdout.take().context("chdb stdout")?);
-        let mut p = Chdb { child, stdin, stdout, version: String::new(), load_seconds: 0.0 };
-        let hello = p.read()?;
+        let mut w = Worker { child, stdin, stdout };
+        let hello = w.read()?;
         if hello["ready"] != true {
             bail!("{}", hello["reason"].as_str().unwrap_or("chDB did not start"));
         }
-        p.version = format!(
-            "ClickHouse {} (chDB {})",
-            hello["version"].as_str().unwrap_or("?"),
-            hello["chdb"].as_str().unwrap_or("?")
-        );
-        let loaded = p.call(json!({"cmd": "load", "parquet": parquet, "create": gen::CREATE_CLICKHOUSE}))?;
-        p.load_seconds = loaded["seconds"].as_f64().unwrap_or(f64::NAN);
-        eprintln!("{} loaded {} rows in {:.1} s", p.version, loaded["rows"], p.load_seconds);
-        Ok(p)
+        Ok((w, hello))
     }
 
-    fn pid(&self) -> u32 {
-        self.child.id()
+    fn send(&mut self, req: serde_json::Value) -> Result<()> {
+        writeln!(self.stdin, "{req}")?;
+        self.stdin.flush()?;
+        Ok(())
     }
 
     fn read(&mut self) -> Result<serde_json::Value> {
         let mut line = String::new();
         if self.stdout.read_line(&mut line)? == 0 {
-            bail!("chDB's process closed its output");
+            bail!("a chDB process closed its output");
         }
-        serde_json::from_str(&line).with_context(|| format!("chDB printed {line:?}"))
-    }
-
-    fn call(&mut self, req: serde_json::Value) -> Result<serde_json::Value> {
-        writeln!(self.stdin, "{req}")?;
-        self.stdin.flush()?;
-        let r = self.read()?;
+        let r: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("chDB printed {line:?}"))?;
         if let Some(e) = r.get("error") {
             bail!("chDB: {e}");
         }
         Ok(r)
     }
 
-    /// The closed loop on ClickHouse's side: latencies (s), elapsed time, first answer.
-    fn run(
-        &mut self,
-        sql: &str,
-        clients: usize,
-        seconds: f64,
-        threads: u64,
-    ) -> Result<(Vec<f64>, f64, Vec<Vec<serde_json::Value>>)> {
-        let r = self
-            .call(json!({"cmd": "run", "sql": sql, "clients": clients, "seconds": seconds, "max_threads": threads}))?;
-        let lat = serde_json::from_value(r["latencies"].clone()).context("chDB latencies")?;
-        let rows = serde_json::from_value(r["rows"].clone()).context("chDB rows")?;
-        Ok((lat, r["elapsed"].as_f64().unwrap_or(f64::NAN), rows))
+    fn call(&mut self, req: serde_json::Value) -> Result<serde_json::Value> {
+        self.send(req)?;
+        self.read()
     }
 
     fn quit(mut self) {
-        let _ = writeln!(self.stdin, "{}", json!({"cmd": "quit"}));
-        let _ = self.stdin.flush();
+        let _ = self.send(json!({"cmd": "quit"}));
         let _ = self.child.wait();
+    }
+}
+
+/// Upstream ClickHouse as concurrent clients: the table loaded once into a
+/// data directory, then one chDB process per client over its own
+/// hard-linked copy of it.
+struct Peer {
+    workers: Vec<Worker>,
+    version: String,
+    load_seconds: f64,
+    parts: u64,
+}
+
+/// What `clients` ClickHouse clients did in one closed loop.
+struct PeerRun {
+    latencies: Vec<f64>,
+    engine_ms: Vec<f64>,
+    elapsed: f64,
+    answers: usize,
+    /// Each client's first answer.
+    firsts: Vec<Vec<Vec<serde_json::Value>>>,
+}
+
+impl PeerRun {
+    /// Every client's first answer is ours (each client compared its other
+    /// answers with its first and found none differing, or `run` failed).
+    fn check(&self, name: &str, sql: &str, ours: &Rows) -> Result<()> {
+        self.firsts.iter().try_for_each(|f| same_answer(name, sql, ours, f))
+    }
+}
+
+impl Peer {
+    fn start(cmd: &[String], cell: &Cell, rows: u64, batch: u64, clients: usize) -> Result<Peer> {
+        let parquet = cell.work_dir.join("t.parquet");
+        gen::write_parquet(&parquet, cell.seed, rows, batch)
+            .with_context(|| format!("writing {}", parquet.display()))?;
+        let dir = cell.work_dir.join("clickhouse");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let loaded_dir = dir.join("loaded");
+        let (mut loader, hello) = Worker::start(cmd)?;
+        let version = format!(
+            "ClickHouse {} (chDB {})",
+            hello["version"].as_str().unwrap_or("?"),
+            hello["chdb"].as_str().unwrap_or("?")
+        );
+        let loaded = loader
+            .call(json!({"cmd": "load", "dir": loaded_dir, "parquet": parquet, "create": gen::CREATE_CLICKHOUSE}))?;
+        let _ = loader.child.wait();
+        let load_seconds = loaded["seconds"].as_f64().unwrap_or(f64::NAN);
+        if loaded["rows"].as_u64() != Some(rows) {
+            bail!("chDB loaded {} rows from {}, not {rows}", loaded["rows"], parquet.display());
+        }
+        eprintln!("{version} loaded {rows} rows in {load_seconds:.1} s; starting {clients} client process(es)");
+        let mut workers = Vec::with_capacity(clients);
+        for _ in 0..clients {
+            workers.push(Worker::start(cmd)?.0);
+        }
+        for (i, w) in workers.iter_mut().enumerate() {
+            w.send(json!({"cmd": "open", "from": loaded_dir, "dir": dir.join(format!("client-{i}"))}))?;
+        }
+        let mut parts = 0;
+        for w in &mut workers {
+            parts = w.read()?["parts"].as_u64().unwrap_or(0);
+        }
+        Ok(Peer { workers, version, load_seconds, parts })
+    }
+
+    /// The max_threads ClickHouse runs a query with at setting `threads`.
+    fn max_threads(&mut self, threads: u64) -> Result<u64> {
+        let w = self.workers.first_mut().context("no chDB client process")?;
+        let r = w.call(json!({"cmd": "info", "max_threads": threads}))?;
+        r["max_threads"].as_u64().context("chDB info: max_threads")
+    }
+
+    fn pids(&self, clients: usize) -> Vec<u32> {
+        self.workers.iter().take(clients).map(|w| w.child.id()).collect()
+    }
+
+    /// The first `clients` client processes run `sql` in a closed loop
+    /// for `seconds`, all at once; elapsed runs from the first request to
+    /// the last reply.
+    fn run(&mut self, sql: &str, clients: usize, seconds: f64, threads: u64) -> Result<PeerRun> {
+        let start = Instant::now();
+        let ws = self.workers.get_mut(..clients).context("more clients than chDB client processes")?;
+        for w in ws.iter_mut() {
+            w.send(json!({"cmd": "run", "sql": sql, "seconds": seconds, "max_threads": threads}))?;
+        }
+        let mut r =
+            PeerRun { latencies: Vec::new(), engine_ms: Vec::new(), elapsed: 0.0, answers: 0, firsts: Vec::new() };
+        for w in ws.iter_mut() {
+            let one = w.read()?;
+            let differing = one["differing"].as_u64().unwrap_or(u64::MAX);
+            if differing != 0 {
+                bail!("a ClickHouse client's answers differed from its first answer ({differing} of them)");
+            }
+            let lat: Vec<f64> = serde_json::from_value(one["latencies"].clone()).context("chDB latencies")?;
+            let ems: Vec<f64> = serde_json::from_value(one["engine_ms"].clone()).context("chDB engine_ms")?;
+            r.answers += lat.len();
+            r.latencies.extend(lat);
+            r.engine_ms.extend(ems);
+            r.firsts.push(serde_json::from_value(one["first"].clone()).context("chDB first answer")?);
+        }
+        r.elapsed = start.elapsed().as_secs_f64();
+        Ok(r)
+    }
+
+    fn quit(self) {
+        for w in self.workers {
+            w.quit();
+        }
     }
 }
 
