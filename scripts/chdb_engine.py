@@ -27,7 +27,8 @@ and every client scans at once, as a ClickHouse server would serve them.
 
 `run` is one client's closed loop: it sends its next query when the last
 has answered, until S seconds have passed (one query at least). Every answer is compared with
-the process's first (counts exact, floats to 1e-9 relative, in order) and
+the process's first (counts exact, floats to 1e-9 relative, in order where
+the query orders them, as sets otherwise) and
 `differing` counts those that were not equal; `first` is compared with the
 other engine's answer by the driver. `engine_ms` is ClickHouse's own
 elapsed time for each query (the query result's `elapsed()`), beside the
@@ -122,6 +123,9 @@ def same(a, b):
 
 def run(con, req):
     sql = req["sql"] + settings(req)
+    # Without ORDER BY, a GROUP BY's rows come in any order (several threads
+    # merge them): such answers are compared as sets, keyed by the first column.
+    unordered = "ORDER BY" not in req["sql"]
     lat, engine_ms = [], []
     first, differing = None, 0
     deadline = time.monotonic() + float(req["seconds"])
@@ -130,6 +134,8 @@ def run(con, req):
         res = con.query(sql, "JSONCompact")
         data = json.loads(res.bytes())["data"]
         lat.append(time.monotonic() - t)
+        if unordered:
+            data.sort(key=lambda row: json.dumps(row[:1]))
         engine_ms.append(res.elapsed() * 1e3)
         if first is None:
             first = data
