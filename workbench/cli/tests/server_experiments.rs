@@ -40,7 +40,25 @@ variants = ["system"]
 rows = 30000
 concurrency = [1, 2]
 seconds = 0.2
+rounds = 2
 threads = [0, 1]
+[full.params]
+"#;
+
+const WAKEUP: &str = r#"
+experiment = "io-wakeup"
+target = "datastore-server"
+variants = ["system"]
+[quick.params]
+spins_us = [100, 0]
+rounds = 2
+rows = 2000
+background = 5
+ping_every_ms = 20
+depth = 8
+seconds = 0.2
+clients = 20
+cpu_seconds = 0.5
 [full.params]
 "#;
 
@@ -96,9 +114,26 @@ fn server_experiments_end_to_end() {
     let t = dataset::load_run(&run.dir).unwrap();
     for engine in ["ours", "ours-1-thread"] {
         let q = tables::select(&t.records, &[("kind", "query"), ("engine", engine)], &[]).unwrap();
-        assert_eq!(q.height(), 3 * 2, "{engine}: 3 queries × 2 client counts");
+        assert_eq!(q.height(), 3 * 2 * 2, "{engine}: 3 queries × 2 client counts × 2 rounds");
         assert!(u64s(&q, "queries").iter().all(|n| *n > 0), "{engine}");
+        let mut rounds = u64s(&q, "round");
+        rounds.sort_unstable();
+        rounds.dedup();
+        assert_eq!(rounds, [0, 1], "{engine}");
     }
+
+    // The wake-up on and off, alternating: every phase of every round
+    // recorded, chains ran and ended at their depth, every query answered.
+    let wk = Spec::parse(WAKEUP, Path::new("wk.toml")).unwrap();
+    let wk_run = runner::run_spec(&opts, Path::new("wk.toml"), &wk, &mut bins, &multi).unwrap();
+    let w = dataset::load_run(&wk_run.dir).unwrap();
+    let kind = |k: &str| tables::select(&w.records, &[("kind", k)], &[]).unwrap();
+    assert_eq!((kind("pings").height(), kind("chains").height(), kind("cpu").height()), (8, 4, 4));
+    assert!(u64s(&kind("chains"), "chains").iter().all(|n| *n > 0));
+    assert!(u64s(&kind("cpu"), "queries").iter().all(|n| *n > 0));
+    let mut order = u64s(&kind("cpu"), "spin_us");
+    assert_eq!(order.split_off(2), [0, 100], "odd rounds run the settings in reverse");
+    assert_eq!(order, [100, 0]);
 
     // The engine alone: every query timed per run and setting, one-thread
     // queries ran on one thread, and the engine process's memory recorded.
@@ -118,6 +153,7 @@ fn server_experiments_end_to_end() {
         ("connection-scaling", &c.dir),
         ("throughput", &run.dir),
         ("throughput-vs-clickhouse", &run.dir),
+        ("io-wakeup", &wk_run.dir),
         ("datastore-queries", &dq_run.dir),
     ] {
         let report = REPORTS.iter().find(|x| x.name == name).unwrap();

@@ -1,8 +1,9 @@
-//! connection-scaling: server memory against idle connections (each made
-//! one `ping` and stays open). Table: per server and build, per step, RSS,
+//! connection-scaling: server memory against idle connections (each sent
+//! one trivial query and stays open). Table: per server and build, per step, RSS,
 //! its growth from the first step, per connection, the live heap where
 //! the build knows it, and the server's threads. Beside ours, Debian's
-//! clickhouse-server when the run measured it. Figure: RSS against
+//! clickhouse-server when the run measured it, over HTTP and over its
+//! native TCP protocol. Figure: RSS against
 //! connections (log x; log y when ClickHouse is in it).
 
 use super::{distinct_u64, median, values, Builds, Report};
@@ -44,6 +45,7 @@ fn server_name(server: &str, variant: &str) -> String {
     match server {
         "ours" => format!("datastore-server ({variant})"),
         "clickhouse" => "clickhouse-server (Debian; HTTP keep-alive)".into(),
+        "clickhouse-native" => "clickhouse-server (Debian; native TCP)".into(),
         other => other.to_string(),
     }
 }
@@ -75,18 +77,31 @@ fn peer_note(run: &Run) -> String {
     let mut note = format!(
         " clickhouse-server {version} (Debian's package{released}; the throughput peer is a current release) ran \
          with a generated config on loopback (max_connections above the last step, keep-alive 3600 s, \
-         open-files limit {}), each connection one HTTP keep-alive GET of {query}, read and held; measured in \
-         the system build's cell; its native TCP protocol was not measured.",
-        limit.map_or_else(|| "?".into(), |l| fmt::thousands(l as u64))
+         open-files limit {}), each connection one HTTP keep-alive GET of {query}, read and held{}; measured in \
+         the system build's cell.",
+        limit.map_or_else(|| "?".into(), |l| fmt::thousands(l as u64)),
+        match has_native(run) {
+            true =>
+                ", and on a fresh server the same over its native TCP protocol (hello, query, answer read to \
+                     its end)",
+            false => "; its native TCP protocol was not measured",
+        }
     );
-    if let Some(err) = clickhouse_text(run, &[("server", "clickhouse")], "error") {
-        let at = values(run, &[("server", "clickhouse")], &[], "reached")
-            .ok()
-            .and_then(|v| v.iter().copied().reduce(f64::max))
-            .map_or_else(|| "?".into(), |r| fmt::thousands(r as u64));
-        note += &format!(" It stopped at {at} connections: {err}.");
+    for (server, how) in [("clickhouse", "Over HTTP it"), ("clickhouse-native", "Over TCP it")] {
+        if let Some(err) = clickhouse_text(run, &[("server", server)], "error") {
+            let at = values(run, &[("server", server)], &[], "reached")
+                .ok()
+                .and_then(|v| v.iter().copied().reduce(f64::max))
+                .map_or_else(|| "?".into(), |r| fmt::thousands(r as u64));
+            note += &format!(" {how} stopped at {at} connections: {err}.");
+        }
     }
     note
+}
+
+/// Whether the run measured ClickHouse over its native protocol too.
+fn has_native(run: &Run) -> bool {
+    crate::tables::select(&run.records, &[("server", "clickhouse-native")], &[]).is_ok_and(|d| d.height() > 0)
 }
 
 /// Median over repetitions of `col` at `n` connections.

@@ -81,10 +81,8 @@ fn table(run: &Run) -> Result<Table> {
     }
     let s = run.manifest.spec.scale(&run.manifest.scale);
     let param = |k: &str| {
-        s.and_then(|s| s.params.get(k)).map_or_else(
-            || "?".into(),
-            |v| v.as_u64().map_or_else(|| v.to_string(), fmt::thousands),
-        )
+        s.and_then(|s| s.params.get(k))
+            .map_or_else(|| "?".into(), |v| v.as_u64().map_or_else(|| v.to_string(), fmt::thousands))
     };
     Ok(Table {
         name: REPORT.name,

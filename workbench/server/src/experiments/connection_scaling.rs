@@ -96,8 +96,30 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     // One build measures the peer (its figures do not depend on ours).
     let peer: Option<PathBuf> = cell.param("clickhouse", None)?;
     match peer {
-        Some(bin) if probe::VARIANT == probe::Variant::System => clickhouse(cell, &bin, &steps, settle, fds, out),
+        Some(bin) if probe::VARIANT == probe::Variant::System => {
+            clickhouse(cell, &bin, &steps, settle, fds, Protocol::Http, out)?;
+            clickhouse(cell, &bin, &steps, settle, fds, Protocol::Native, out)
+        }
         _ => Ok(()),
+    }
+}
+
+/// How the driver speaks to clickhouse-server: a fresh server for each.
+#[derive(Clone, Copy, PartialEq)]
+enum Protocol {
+    /// HTTP/1.1 keep-alive, `GET /?query=…`.
+    Http,
+    /// Its own TCP protocol ([`native`]), what its client and drivers use.
+    Native,
+}
+
+impl Protocol {
+    /// The `server` field of its records.
+    fn label(self) -> &'static str {
+        match self {
+            Protocol::Http => "clickhouse",
+            Protocol::Native => "clickhouse-native",
+        }
     }
 }
 
@@ -114,14 +136,16 @@ fn clickhouse(
     steps: &[usize],
     settle: Duration,
     driver_fds: u64,
+    proto: Protocol,
     out: &mut Records,
 ) -> Result<()> {
+    let label = proto.label();
     if !bin.exists() {
         eprintln!("note: clickhouse-server not measured: {} does not exist", bin.display());
-        return out.emit(json!({"server": "clickhouse", "kind": "peer", "available": false,
+        return out.emit(json!({"server": label, "kind": "peer", "available": false,
             "reason": format!("{} does not exist (scripts/setup.sh installs it with WB_PEERS=1)", bin.display())}));
     }
-    let dir = cell.work_dir.join("clickhouse");
+    let dir = cell.work_dir.join(label);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let (http, tcp) = (free_port()?, free_port()?);
     let max = steps.last().copied().unwrap_or(0) + 64;
@@ -174,8 +198,9 @@ fn clickhouse(
         };
         let (_, version) = version;
         let server_fds = open_files_limit(child.id());
-        out.emit(json!({"server": "clickhouse", "kind": "peer", "available": true,
+        out.emit(json!({"server": label, "kind": "peer", "available": true,
             "version": version.trim(), "server_open_files_limit": server_fds, "query": TRIVIAL}))?;
+        let native: SocketAddr = format!("127.0.0.1:{tcp}").parse()?;
         http_post(addr, "CREATE TABLE one (x UInt64) ENGINE = Memory")?;
         http_post(addr, "INSERT INTO one VALUES (1)")?;
         let trivial = TRIVIAL.replace(' ', "%20");
@@ -187,7 +212,14 @@ fn clickhouse(
         for (i, &n) in steps.iter().enumerate() {
             let mut failed = None;
             while held.len() < n {
-                match http_get(addr, &trivial) {
+                let one = match proto {
+                    Protocol::Http => http_get(addr, &trivial),
+                    Protocol::Native => native::query(native, TRIVIAL).and_then(|(s, v)| match v {
+                        Some(1) => Ok((s, String::new())),
+                        other => bail!("clickhouse-server answered {TRIVIAL} with {other:?} over TCP"),
+                    }),
+                };
+                match one {
                     Ok((s, _)) => held.push(s),
                     Err(e) => {
                         failed = Some(format!("{e:#}"));
@@ -196,7 +228,7 @@ fn clickhouse(
                 }
             }
             if let Some(e) = failed {
-                out.emit(json!({"server": "clickhouse", "connections": n, "reached": held.len(), "error": e}))?;
+                out.emit(json!({"server": label, "connections": n, "reached": held.len(), "error": e}))?;
                 break;
             }
             std::thread::sleep(settle);
@@ -204,7 +236,7 @@ fn clickhouse(
                 bail!("clickhouse-server exited at {n} connections")
             };
             out.emit(json!({
-                "server": "clickhouse",
+                "server": label,
                 "connections": n,
                 "rss_bytes": rss.rss,
                 "peak_rss_bytes": rss.peak,
@@ -286,4 +318,194 @@ fn proc_status_field(pid: u32, field: &str) -> Option<u64> {
 
 fn threads(pid: u32) -> Option<u64> {
     proc_status_field(pid, "Threads:")
+}
+
+/// ClickHouse's native TCP protocol, the least of it: a hello, one query,
+/// its answer read to the end of the stream, the connection kept.
+///
+/// NOTE: the client announces revision 51903 (block info, the external
+/// table's name and total rows in progress; before client info, 54032, and
+/// the server's time zone, 54058). The server speaks the lower of the two
+/// revisions, so every packet has its oldest, shortest shape, and 18.16
+/// and later releases still serve it.
+mod native {
+    use anyhow::{bail, Context, Result};
+    use std::io::{BufReader, Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::Duration;
+
+    const REVISION: u64 = 51_903;
+    /// Client packets.
+    const HELLO: u64 = 0;
+    const QUERY: u64 = 1;
+    const DATA: u64 = 2;
+    /// Server packets.
+    const S_HELLO: u64 = 0;
+    const S_DATA: u64 = 1;
+    const S_EXCEPTION: u64 = 2;
+    const S_PROGRESS: u64 = 3;
+    const S_END: u64 = 5;
+    const S_PROFILE: u64 = 6;
+    const S_TOTALS: u64 = 7;
+    const S_EXTREMES: u64 = 8;
+    /// `QueryProcessingStage::Complete`.
+    const COMPLETE: u64 = 2;
+
+    fn varint(b: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                b.push(byte);
+                return;
+            }
+            b.push(byte | 0x80);
+        }
+    }
+
+    fn string(b: &mut Vec<u8>, s: &str) {
+        varint(b, s.len() as u64);
+        b.extend_from_slice(s.as_bytes());
+    }
+
+    /// An empty block: the end of the (absent) external tables.
+    fn empty_block(b: &mut Vec<u8>) {
+        varint(b, DATA);
+        string(b, "");
+        // Block info: field 1 is_overflows = 0, field 2 bucket_num = -1, end.
+        varint(b, 1);
+        b.push(0);
+        varint(b, 2);
+        b.extend_from_slice(&(-1i32).to_le_bytes());
+        varint(b, 0);
+        varint(b, 0); // columns
+        varint(b, 0); // rows
+    }
+
+    struct In<R: Read>(R);
+
+    impl<R: Read> In<R> {
+        fn bytes<const N: usize>(&mut self) -> Result<[u8; N]> {
+            let mut b = [0u8; N];
+            self.0.read_exact(&mut b).context("reading clickhouse-server's answer")?;
+            Ok(b)
+        }
+
+        fn varint(&mut self) -> Result<u64> {
+            let mut v = 0u64;
+            for shift in (0..64).step_by(7) {
+                let [b] = self.bytes::<1>()?;
+                v |= u64::from(b & 0x7f) << shift;
+                if b & 0x80 == 0 {
+                    return Ok(v);
+                }
+            }
+            bail!("a varint longer than 64 bits")
+        }
+
+        fn string(&mut self) -> Result<String> {
+            let n = self.varint()?;
+            if n > 1 << 20 {
+                bail!("a string of {n} bytes in a trivial answer");
+            }
+            let mut s = vec![0u8; n as usize];
+            self.0.read_exact(&mut s)?;
+            Ok(String::from_utf8_lossy(&s).into_owned())
+        }
+
+        /// A block's rows: the first value of its first column if it is an unsigned integer.
+        fn block(&mut self) -> Result<Option<u64>> {
+            let _table = self.string()?;
+            loop {
+                match self.varint()? {
+                    0 => break,
+                    1 => drop(self.bytes::<1>()?),
+                    2 => drop(self.bytes::<4>()?),
+                    f => bail!("unknown block-info field {f}"),
+                }
+            }
+            let (columns, rows) = (self.varint()?, self.varint()?);
+            let mut first = None;
+            for c in 0..columns {
+                let (_name, ty) = (self.string()?, self.string()?);
+                let width = match ty.as_str() {
+                    "UInt8" => 1,
+                    "UInt16" => 2,
+                    "UInt32" => 4,
+                    "UInt64" => 8,
+                    other => bail!("column type {other} in a trivial answer"),
+                };
+                for r in 0..rows {
+                    let mut b = [0u8; 8];
+                    self.0.read_exact(&mut b[..width])?;
+                    if c == 0 && r == 0 {
+                        first = Some(u64::from_le_bytes(b));
+                    }
+                }
+            }
+            Ok(first)
+        }
+
+        fn exception(&mut self) -> Result<String> {
+            let _code = i32::from_le_bytes(self.bytes::<4>()?);
+            let (name, message, _stack) = (self.string()?, self.string()?, self.string()?);
+            Ok(format!("{name}: {message}"))
+        }
+    }
+
+    /// Connects, says hello, runs `sql` and reads its answer to the end:
+    /// the open connection and the first value of the answer.
+    pub fn query(addr: SocketAddr, sql: &str) -> Result<(TcpStream, Option<u64>)> {
+        let s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut out = Vec::with_capacity(128);
+        varint(&mut out, HELLO);
+        string(&mut out, "workbench");
+        varint(&mut out, 1);
+        varint(&mut out, 0);
+        varint(&mut out, REVISION);
+        string(&mut out, "default");
+        string(&mut out, "default");
+        string(&mut out, "");
+        (&s).write_all(&out)?;
+        let mut r = In(BufReader::new(&s));
+        match r.varint()? {
+            S_HELLO => {
+                let (_name, _major, _minor, _rev) = (r.string()?, r.varint()?, r.varint()?, r.varint()?);
+            }
+            S_EXCEPTION => bail!("clickhouse-server refused the hello: {}", r.exception()?),
+            p => bail!("clickhouse-server answered the hello with packet {p}"),
+        }
+        out.clear();
+        varint(&mut out, QUERY);
+        string(&mut out, ""); // query id
+        string(&mut out, ""); // settings: none (an empty name ends them)
+        varint(&mut out, COMPLETE);
+        varint(&mut out, 0); // no compression
+        string(&mut out, sql);
+        empty_block(&mut out);
+        (&s).write_all(&out)?;
+        let mut first = None;
+        loop {
+            match r.varint()? {
+                S_DATA | S_TOTALS | S_EXTREMES => {
+                    if let Some(v) = r.block()? {
+                        first.get_or_insert(v);
+                    }
+                }
+                S_PROGRESS => {
+                    let _ = (r.varint()?, r.varint()?, r.varint()?);
+                }
+                S_PROFILE => {
+                    let _ = (r.varint()?, r.varint()?, r.varint()?, r.bytes::<1>()?, r.varint()?, r.bytes::<1>()?);
+                }
+                S_EXCEPTION => bail!("clickhouse-server: {}", r.exception()?),
+                S_END => break,
+                p => bail!("unexpected packet {p} from clickhouse-server"),
+            }
+        }
+        drop(r);
+        Ok((s, first))
+    }
 }
