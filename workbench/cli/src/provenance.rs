@@ -35,13 +35,8 @@ pub fn cpu_ticks() -> BTreeMap<u32, (u64, String)> {
     for e in rd.flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
-        // The name is in parentheses and may hold spaces; fields follow the last ')'.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
-        let name = stat[open + 1..close].to_string();
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the state.
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-        out.insert(pid, (ticks(11) + ticks(12), name));
+        let Some((name, ticks)) = probe::rss::parse_stat(&stat) else { continue };
+        out.insert(pid, (ticks, name));
     }
     out
 }

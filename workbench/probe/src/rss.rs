@@ -32,6 +32,23 @@ pub fn read_pss(pid: u32) -> Option<u64> {
     text.split(|b| *b == b'\n').find_map(|line| line.strip_prefix(b"Pss:").and_then(kb))
 }
 
+/// A `/proc/<pid>/stat` line's command name and CPU ticks (user + system,
+/// fields 14 and 15); the name is in parentheses and may hold spaces, so
+/// the fields are counted after the last ')'.
+pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the state.
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some((stat.get(open + 1..close)?.to_string(), ticks(11)? + ticks(12)?))
+}
+
+/// A process's CPU time so far (user + system, all its threads), in clock
+/// ticks (`sysconf(_SC_CLK_TCK)` a second).
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|(_, t)| t)
+}
+
 fn read_from(path: &str) -> Option<Rss> {
     let mut buf = [0u8; 4096];
     let mut f = std::fs::File::open(path).ok()?;

@@ -243,19 +243,12 @@ fn cpu_at_rate(
     Ok((answered, seconds, cpu))
 }
 
-/// A process's CPU time so far (user + system, all its threads), seconds.
+/// A process's CPU time so far (user + system), seconds.
 fn cpu_seconds(pid: u32) -> Result<f64> {
-    let path = format!("/proc/{pid}/stat");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    // Fields after the command name (which may hold spaces) start at `state`, field 3.
-    let rest = text.rsplit_once(')').map(|(_, r)| r).with_context(|| format!("{path}: no command name"))?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> Result<f64> {
-        f.get(i).and_then(|v| v.parse::<f64>().ok()).with_context(|| format!("{path}: field {}", i + 3))
-    };
+    let ticks = probe::rss::cpu_ticks(pid).with_context(|| format!("reading /proc/{pid}/stat"))?;
     // SAFETY: sysconf only reads a configuration value.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok((ticks(11)? + ticks(12)?) / hz)
+    Ok(ticks as f64 / hz)
 }
 
 #[cfg(test)]
