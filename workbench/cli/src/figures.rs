@@ -179,7 +179,7 @@ pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> 
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     for r in crate::reports::REPORTS {
-        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.dataset, scale)?) else { continue };
+        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.dataset(), scale)?) else { continue };
         let run = dataset::load_run(&run_dir)?;
         written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
     }

@@ -146,7 +146,8 @@ pub fn write_macros(root: &Path, data: &Path) -> Result<PathBuf> {
 
 fn newest_manifest(data: &Path) -> Result<Option<crate::manifest::Manifest>> {
     let mut best: Option<crate::manifest::Manifest> = None;
-    for exp in subjects::experiments::NAMES {
+    // The subjects' experiments: the machine the codec tables were measured on.
+    for exp in probe::registry::Target::Subject.experiments() {
         for scale in ["quick", "full"] {
             if let Some(d) = dataset::latest_run(data, exp, scale)? {
                 let p = d.join("manifest.json");
@@ -165,7 +166,7 @@ fn newest_manifest(data: &Path) -> Result<Option<crate::manifest::Manifest>> {
 /// The newest datastore-queries run, full scale preferred (as its table).
 fn dq_run(data: &Path) -> Result<Option<dataset::Run>> {
     for scale in ["full", "quick"] {
-        if let Some(d) = dataset::latest_run(data, crate::reports::datastore_queries::REPORT.dataset, scale)? {
+        if let Some(d) = dataset::latest_run(data, crate::reports::datastore_queries::REPORT.dataset(), scale)? {
             return Ok(Some(dataset::load_run(&d)?));
         }
     }

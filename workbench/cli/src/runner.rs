@@ -17,13 +17,13 @@ use crate::spec::{Spec, Target};
 use crate::variants;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use probe::Cell;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use subjects::Cell;
 
 /// Where and how a run happens.
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub struct Planned {
     pub target: Target,
     pub variant: String,
     pub rep: u32,
-    /// What the cell process is given (`subjects::Cell` or `server::experiments::Cell`, as JSON).
+    /// What the cell process is given ([`probe::Cell`], as JSON).
     pub cell: Value,
     /// Fields added to each of its records (the cell's axes), beside variant and rep.
     pub fields: Record,
@@ -61,12 +61,17 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
         for rep in 0..s.repetitions {
             for variant in spec.variants_at(scale) {
                 // `work_dir` and `trace` are filled in when the cell runs.
-                let cell = serde_json::to_value(server::experiments::Cell {
+                let cell = serde_json::to_value(Cell {
                     experiment: spec.experiment.clone(),
-                    params: s.params.clone(),
+                    codec: String::new(),
+                    payload: 0,
+                    messages: 0,
+                    warmup: 0,
+                    sample_every: 0,
                     seed: spec.seed,
-                    work_dir: PathBuf::new(),
                     trace: None,
+                    work_dir: None,
+                    params: s.params.clone(),
                 })?;
                 let id = format!("{}-{variant}-r{rep}", spec.experiment);
                 out.push(Planned {
@@ -96,6 +101,7 @@ pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
                         sample_every: s.sample_every.unwrap_or((s.messages / 100).max(1)),
                         seed: spec.seed,
                         trace: None,
+                        work_dir: None,
                         params: s.params.clone(),
                     };
                     let mut fields = Record::new();
@@ -259,7 +265,7 @@ pub fn run_spec(
             }
             Err(e) => return Err(e),
         };
-        check_revision(&bin, p.target, &rev)?;
+        check_revision(&bin, &rev)?;
         overall.set_message(p.id.clone());
         let t = Instant::now();
         let records = run_cell(&bin, p, &staging, multi)?;
@@ -354,9 +360,9 @@ pub fn run_spec(
 
 /// The subject about to run must have been built from the revision the
 /// manifest will name (a build racing the run, or a stale binary, is refused).
-fn check_revision(bin: &Path, target: Target, rev: &str) -> Result<()> {
+fn check_revision(bin: &Path, rev: &str) -> Result<()> {
     let out = Command::new(bin)
-        .arg(target.build_query("revision"))
+        .arg("--revision")
         .output()
         .with_context(|| format!("running {} --revision", bin.display()))?;
     let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -382,14 +388,11 @@ fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> R
     }
     // A server cell's scratch data (a loaded table) lives only as long as the cell.
     let work = std::env::temp_dir().join(format!("workbench-{}-{}", std::process::id(), p.id));
+    if p.target == Target::DatastoreServer {
+        cell["work_dir"] = Value::from(work.display().to_string());
+    }
     let mut cmd = Command::new(bin);
-    match p.target {
-        Target::Subject => cmd.arg("--cell"),
-        Target::DatastoreServer => {
-            cell["work_dir"] = Value::from(work.display().to_string());
-            cmd.arg("cell")
-        }
-    };
+    cmd.arg("--cell");
     let bar = multi.add(ProgressBar::new(p.total));
     bar.set_style(ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} {msg}").expect("static template"));
     bar.set_prefix(p.id.clone());

@@ -1,5 +1,7 @@
 //! Experiment specs: one TOML file per experiment in `experiments/`.
 
+pub use probe::registry::Target;
+use probe::registry::{self, Over};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -7,7 +9,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
-    /// Experiment name; must be one the target knows.
+    /// Experiment name; must be one the target runs for the dataset
+    /// ([`probe::registry::Experiment::runs`]).
     pub experiment: String,
     /// Which binary runs the cells: the codec/transport `subject` (default)
     /// or the `datastore-server`.
@@ -30,8 +33,8 @@ pub struct Spec {
     pub variants: Vec<String>,
     #[serde(default = "default_seed")]
     pub seed: u64,
-    pub quick: Scale,
-    pub full: Scale,
+    pub quick: Settings,
+    pub full: Settings,
 }
 
 fn default_payloads() -> Vec<usize> {
@@ -45,7 +48,7 @@ fn default_seed() -> u64 {
 /// How much work one scale does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Scale {
+pub struct Settings {
     /// Messages per cell (subject experiments).
     #[serde(default)]
     pub messages: u64,
@@ -64,49 +67,6 @@ pub struct Scale {
     /// concurrency levels, connection steps, depths), passed to the cell as is.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, serde_json::Value>,
-}
-
-/// The binary a spec's cells run in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Target {
-    /// `subject` (crate `subjects`): codecs and transport stacks.
-    #[default]
-    Subject,
-    /// `datastore-server` (crate `server`): the driver process spawns the
-    /// measured server as its child.
-    DatastoreServer,
-}
-
-impl Target {
-    /// The cargo package and binary.
-    pub fn package_and_bin(self) -> (&'static str, &'static str) {
-        match self {
-            Target::Subject => ("subjects", "subject"),
-            Target::DatastoreServer => ("server", "datastore-server"),
-        }
-    }
-
-    /// The experiments this target runs.
-    pub fn experiments(self) -> &'static [&'static str] {
-        match self {
-            Target::Subject => subjects::experiments::NAMES,
-            Target::DatastoreServer => server::experiments::NAMES,
-        }
-    }
-
-    /// The argument that asks the binary about its build (`revision`,
-    /// `variant`): a flag for `subject`, a subcommand for the server's clap CLI.
-    pub fn build_query(self, what: &str) -> String {
-        match self {
-            Target::Subject => format!("--{what}"),
-            Target::DatastoreServer => what.to_string(),
-        }
-    }
-
-    fn is_subject(&self) -> bool {
-        *self == Target::Subject
-    }
 }
 
 fn one() -> u32 {
@@ -154,7 +114,17 @@ impl Spec {
                 format!("unknown experiment {:?} for target {:?}; known: {known:?}", self.experiment, self.target),
             );
         }
-        if !self.target.is_subject() {
+        let Some(entry) = registry::find(self.dataset()) else {
+            let key = if self.name.is_some() { "name" } else { "experiment" };
+            return bad(key, format!("no registered dataset {:?}; known: {:?}", self.dataset(), registry::names()));
+        };
+        if (entry.runs, entry.target) != (self.experiment.as_str(), self.target) {
+            return bad(
+                "experiment",
+                format!("dataset {:?} is registered as {:?} on {:?}", entry.name, entry.runs, entry.target),
+            );
+        }
+        if entry.over == Over::Params {
             if !self.codecs.is_empty() {
                 return bad("codecs", "server experiments take no codecs; their axes are [quick.params]".into());
             }
@@ -164,7 +134,7 @@ impl Spec {
             return bad("codecs", "list at least one codec".into());
         }
         // Transport experiments name transport stacks in `codecs`; the others name codecs.
-        let (kind, known) = if subjects::experiments::OVER_TRANSPORTS.contains(&self.experiment.as_str()) {
+        let (kind, known) = if entry.over == Over::Transports {
             ("transport", subjects::transports::NAMES)
         } else {
             ("codec", subjects::codecs::NAMES)
@@ -204,7 +174,7 @@ impl Spec {
                 if !known.contains(&v.as_str()) {
                     return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
                 }
-                if crate::reports::timed(self.dataset()) && crate::variants::counts_allocations(v) {
+                if registry::find(self.dataset()).is_some_and(|e| e.timed()) && crate::variants::counts_allocations(v) {
                     return bad(
                         &key,
                         format!(
@@ -230,7 +200,7 @@ impl Spec {
     }
 
     /// The settings of the named scale (`quick` or `full`).
-    pub fn scale(&self, name: &str) -> Option<&Scale> {
+    pub fn scale(&self, name: &str) -> Option<&Settings> {
         match name {
             "quick" => Some(&self.quick),
             "full" => Some(&self.full),

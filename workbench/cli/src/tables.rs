@@ -234,7 +234,7 @@ impl Table {
 pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
     let mut tables = Vec::new();
     for r in crate::reports::REPORTS {
-        if let Some(dir) = dataset::latest_run(data, r.dataset, scale)? {
+        if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
             let run = dataset::load_run(&dir)?;
             tables.push((r.table)(&run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
         }

@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::spec::Target;
+use probe::registry::Target;
 
 /// The cargo profile every variant starts from.
 pub const PROFILE: &str = "release";
@@ -312,12 +312,12 @@ fn cargo_build(
 fn train(bin: &Path, work: &Path, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(work);
     let cell = serde_json::json!({
-        "experiment": "throughput",
+        "experiment": probe::registry::THROUGHPUT.runs,
         "params": {"rows": 300_000, "batch": 100_000, "concurrency": [1, 2], "seconds": 0.5},
         "seed": 7,
         "work_dir": work,
     });
-    let r = run_tool(Command::new(bin).arg("cell").arg(cell.to_string()), log_file, log);
+    let r = run_tool(Command::new(bin).arg("--cell").arg(cell.to_string()), log_file, log);
     let _ = std::fs::remove_dir_all(work);
     r
 }

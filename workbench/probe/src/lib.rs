@@ -25,6 +25,8 @@
 //! - [`Probe`]: starts the profiler (dhat writes its trace file on drop).
 //! - [`Counters`]: the cheap, allocation-free per-operation counters.
 //! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
+//! - [`registry`]: every experiment, named once (dataset, target binary,
+//!   axes, builds); [`Cell`]: one unit of work for any target binary.
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
@@ -44,8 +46,12 @@ static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+pub mod cell;
+pub mod registry;
 pub mod rss;
 pub mod sides;
+
+pub use cell::Cell;
 
 pub use sides::{set_side, Side, SideCounts};
 

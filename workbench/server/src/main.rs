@@ -1,5 +1,7 @@
 //! `datastore-server`: serve a data directory over ZAP; a client, a delay
-//! proxy, and the cells of the server's experiments (run by the workbench).
+//! proxy, and the cells of the server's experiments (run by the workbench
+//! with the flags every measured binary takes, [`probe::cell::Invocation`]:
+//! `--cell '<json>'`, `--variant`, `--revision`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -86,12 +88,6 @@ enum Cmd {
         #[arg(long)]
         connections: usize,
     },
-    /// Run one cell of a server experiment (the workbench's protocol):
-    /// JSON-lines records on stdout, `progress DONE TOTAL` on stderr.
-    Cell {
-        /// The cell as JSON (`experiment`, `params`, `seed`, `work_dir`, `trace`).
-        json: String,
-    },
     /// The engine alone (the datastore-queries experiment's measured
     /// process): time the workload's queries on an opened table.
     #[command(hide = true)]
@@ -104,13 +100,22 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         threads: usize,
     },
-    /// The git revision this binary was built from.
-    Revision,
-    /// The allocator variant of this build.
-    Variant,
 }
 
 fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match probe::cell::Invocation::parse(&args) {
+        Some(Ok(probe::cell::Invocation::Cell(cell))) => {
+            let mut out = experiments::Records::new(Box::new(std::io::stdout()));
+            return experiments::run(&cell, &mut out).with_context(|| format!("cell {}", cell.experiment));
+        }
+        Some(Ok(asked)) => {
+            println!("{}", asked.build_fact().unwrap_or_default());
+            return Ok(());
+        }
+        Some(Err(e)) => return Err(e).context("parsing --cell JSON"),
+        None => {}
+    }
     match Cli::parse().cmd {
         Cmd::Serve {
             data,
@@ -188,14 +193,7 @@ fn main() -> Result<()> {
             // Hold until whoever started us closes our stdin.
             for _ in std::io::stdin().lock().lines() {}
         }
-        Cmd::Cell { json } => {
-            let cell: experiments::Cell = serde_json::from_str(&json).context("parsing the cell JSON")?;
-            let mut out = experiments::Records::new(Box::new(std::io::stdout()));
-            experiments::run(&cell, &mut out).with_context(|| format!("cell {}", cell.experiment))?;
-        }
         Cmd::Engine { data, runs, threads } => experiments::datastore_queries::engine(&data, runs, threads)?,
-        Cmd::Revision => println!("{}", probe::GIT_REVISION),
-        Cmd::Variant => println!("{}", probe::VARIANT.name()),
     }
     Ok(())
 }

@@ -15,16 +15,14 @@
 //! reply → client decode, in one process, no transport.
 //!
 //! # Layout
-//! - [`cell`]: the cell description shared with the CLI.
 //! - [`vote`]: seeded `Vote` values, identical for every codec.
 //! - [`codecs`]: one module per codec, same shape; the registry is [`codecs::run_with`].
 //! - [`transports`]: one module per transport stack, same shape; the registry is [`transports::run_with`].
 //! - [`experiments`]: one module per experiment; the registry is [`experiments::run`].
 
-pub mod cell;
 pub mod codecs;
 pub mod experiments;
 pub mod transports;
 pub mod vote;
 
-pub use cell::Cell;
+pub use probe::Cell;

@@ -1,22 +1,22 @@
-//! `subject --cell '<json>'`: runs one cell, prints JSON-lines records on stdout.
+//! `subject --cell '<json>'`: runs one cell, prints JSON-lines records on
+//! stdout (the flags of [`probe::cell::Invocation`], shared with every
+//! measured binary).
 
 use anyhow::{bail, Context, Result};
+use probe::cell::Invocation;
 use std::io::Write;
-use subjects::{experiments, Cell};
+use subjects::experiments;
 
 fn main() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let cell: Cell = match (args.next().as_deref(), args.next()) {
-        (Some("--cell"), Some(json)) => serde_json::from_str(&json).context("parsing --cell JSON")?,
-        (Some("--variant"), None) => {
-            println!("{}", probe::VARIANT.name());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cell = match Invocation::parse(&args) {
+        Some(Ok(Invocation::Cell(cell))) => cell,
+        Some(Ok(asked)) => {
+            println!("{}", asked.build_fact().unwrap_or_default());
             return Ok(());
         }
-        (Some("--revision"), None) => {
-            println!("{}", probe::GIT_REVISION);
-            return Ok(());
-        }
-        _ => bail!("usage: subject --cell '<json>' | subject --variant | subject --revision"),
+        Some(Err(e)) => return Err(e).context("parsing --cell JSON"),
+        None => bail!("usage: subject {}", Invocation::USAGE),
     };
     // NOTE: locals drop in reverse order, so `out` is flushed and closed before
     // `probe` drops and (in the dhat build) writes its trace.

@@ -1,14 +1,14 @@
 //! alloc-profile: allocations per operation of each codec, encode and
 //! decode apart, per payload (exact in the dhat build).
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, opt_count, select, source_of, Table};
 use anyhow::{Context, Result};
+use probe::registry;
 
-pub const REPORT: Report =
-    Report { name: "alloc-profile", dataset: "alloc-profile", table: alloc_profile, figure: None, builds: Builds::Any };
+pub const REPORT: Report = Report::of(registry::ALLOC_PROFILE, alloc_profile, None);
 
 /// The paper's first table: allocations per message, encode and decode.
 pub fn alloc_profile(run: &Run) -> Result<Table> {

@@ -4,17 +4,17 @@
 //! the 100 ms samples); a stage that could not be built shows the error.
 //! Figure: RSS over the run, one line per stage.
 
-use super::{median, values, Builds, Report};
+use super::{median, values, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use datastore::gen::QUERIES;
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report =
-    Report { name: "build-stages", dataset: "build-stages", table, figure: Some(figure), builds: Builds::Uncounted };
+pub const REPORT: Report = Report::of(registry::BUILD_STAGES, table, Some(figure));
 
 fn stage_name(variant: &str) -> &str {
     match variant {

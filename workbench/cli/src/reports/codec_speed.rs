@@ -1,7 +1,7 @@
 //! codec-speed: encode and decode time per message of each codec, beside
 //! memcpy (the floor) and ZAP measured against itself (the noise).
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{
@@ -9,9 +9,9 @@ use crate::tables::{
 };
 use anyhow::{Context, Result};
 use polars::prelude::DataFrame;
+use probe::registry;
 
-pub const REPORT: Report =
-    Report { name: "codec-speed", dataset: "codec-speed", table: codec_speed, figure: None, builds: Builds::Uncounted };
+pub const REPORT: Report = Report::of(registry::CODEC_SPEED, codec_speed, None);
 
 /// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
 pub fn codec_speed(run: &Run) -> Result<Table> {

@@ -6,21 +6,16 @@
 //! native TCP protocol. Figure: RSS against
 //! connections (log x; log y when ClickHouse is in it).
 
-use super::{distinct_u64, median, values, Builds, Report};
+use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report {
-    name: "connection-scaling",
-    dataset: "connection-scaling",
-    table,
-    figure: Some(figure),
-    builds: Builds::Any,
-};
+pub const REPORT: Report = Report::of(registry::CONNECTION_SCALING, table, Some(figure));
 
 /// The (server, build) pairs of the run, in the spec's build order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {

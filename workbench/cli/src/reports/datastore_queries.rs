@@ -2,14 +2,14 @@
 //! setting, the median time with its range over the runs, the scan rate,
 //! and the engine process's RSS after the mix and at its peak.
 
-use super::{distinct_u64, median, values, Builds, Report};
+use super::{distinct_u64, median, values, Report};
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 
-pub const REPORT: Report =
-    Report { name: "datastore-queries", dataset: "datastore-queries", table, figure: None, builds: Builds::Uncounted };
+pub const REPORT: Report = Report::of(registry::DATASTORE_QUERIES, table, None);
 
 /// How a threads setting reads in the table (the prose macros find rows by it).
 pub fn threads_label(threads: u64) -> String {

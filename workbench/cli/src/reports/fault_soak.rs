@@ -3,14 +3,14 @@
 //! finished; minutes of mixed hostile acts), the statuses seen, crashes,
 //! and the server's peak RSS against the warm-up peak plus the answer budget.
 
-use super::{values, Builds, Report};
+use super::{values, Report};
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 
-pub const REPORT: Report =
-    Report { name: "fault-soak", dataset: "fault-soak", table, figure: None, builds: Builds::Any };
+pub const REPORT: Report = Report::of(registry::FAULT_SOAK, table, None);
 
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();

@@ -3,29 +3,26 @@
 //! peak and live heap per stack. Figure: two panels from the same run,
 //! allocation volume (log–log) and the live heap.
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::figures::{write_pair, Chart, Line, FLOOR};
 use crate::fmt;
 use crate::tables::{display_name, median, opt_bytes, opt_count, select, source_of, steady_rate, Table};
 use anyhow::{Context, Result};
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report {
-    name: "heap-growth",
-    dataset: "heap-growth",
-    table: |r| heap_growth(r, "heap-growth"),
-    figure: Some(|d, r| heap_growth_figure(d, r, "heap-growth")),
-    builds: Builds::Any,
-};
+pub const REPORT: Report = Report::of(
+    registry::HEAP_GROWTH,
+    |r| heap_growth(r, registry::HEAP_GROWTH.name),
+    Some(|d, r| heap_growth_figure(d, r, registry::HEAP_GROWTH.name)),
+);
 
-pub const TRANSPORTS: Report = Report {
-    name: "transport-heap-growth",
-    dataset: "transport-heap-growth",
-    table: |r| heap_growth(r, "transport-heap-growth"),
-    figure: Some(|d, r| heap_growth_figure(d, r, "transport-heap-growth")),
-    builds: Builds::Any,
-};
+pub const TRANSPORTS: Report = Report::of(
+    registry::TRANSPORT_HEAP_GROWTH,
+    |r| heap_growth(r, registry::TRANSPORT_HEAP_GROWTH.name),
+    Some(|d, r| heap_growth_figure(d, r, registry::TRANSPORT_HEAP_GROWTH.name)),
+);
 
 /// The paper's second table: cumulative heap after N round trips
 /// (`name` is `heap-growth`, codecs in process, or `transport-heap-growth`).

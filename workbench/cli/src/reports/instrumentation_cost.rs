@@ -1,19 +1,14 @@
 //! instrumentation-cost: how much slower each instrumented build runs the
 //! codec-speed cells than the system build, from one run.
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{dash, display_name, median, ratio, select, source_of, Table};
 use anyhow::{Context, Result};
+use probe::registry;
 
-pub const REPORT: Report = Report {
-    name: "instrumentation-cost",
-    dataset: "instrumentation-cost",
-    table: instrumentation_cost,
-    figure: None,
-    builds: Builds::Any,
-};
+pub const REPORT: Report = Report::of(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
 
 /// What each instrumented build costs in time: the codec-speed cells run in
 /// every build from one run (`experiments/instrumentation-cost.toml`).

@@ -4,14 +4,14 @@
 //! time at 1,000 clients sending one query a second; each a median over the
 //! rounds with its range, and beside the "off" row the ratio on ÷ off.
 
-use super::{distinct_u64, median, ratio_range, values, Builds, Report};
+use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 
-pub const REPORT: Report =
-    Report { name: "io-wakeup", dataset: "io-wakeup", table, figure: None, builds: Builds::Uncounted };
+pub const REPORT: Report = Report::of(registry::IO_WAKEUP, table, None);
 
 /// A median over rounds and its range, e.g. `41.2 (39.0–44.1)`.
 fn spread(v: &[f64]) -> String {

@@ -1,9 +1,9 @@
-//! One report per experiment: its dataset's name, its table, its figure.
-//! Tables, figures and the stale-table cleanup all walk [`REPORTS`], so an
-//! experiment's name is written once, here or in its own file.
+//! One report per registered dataset ([`probe::registry`]): its table, its
+//! figure. Tables, figures and the stale-table cleanup all walk [`REPORTS`];
+//! a report names its dataset by the registry's constant, never by a string.
 //!
 //! Adding an experiment's output: copy one of the files below (a `pub const
-//! REPORT` with its table and figure functions) and list it in [`REPORTS`].
+//! REPORT = Report::of(registry::X, table, figure)`) and list it in [`REPORTS`].
 //!
 //! # Layout
 //! - [`Report`], [`REPORTS`]: the registry.
@@ -20,6 +20,7 @@
 use crate::dataset::Run;
 use crate::tables::{self, Table};
 use anyhow::Result;
+use probe::registry::Experiment;
 use std::path::{Path, PathBuf};
 
 pub mod alloc_profile;
@@ -40,31 +41,28 @@ pub mod transport_alloc;
 /// Draws an experiment's figure(s) from a run into a directory; the files written.
 pub type FigureFn = fn(&Path, &Run) -> Result<Vec<PathBuf>>;
 
-/// What the workbench makes of one experiment's newest dataset.
+/// What the workbench makes of one registered dataset's newest run.
 pub struct Report {
-    /// The table's (and figure's) file name.
+    /// The table's (and figure's) file name: the dataset's, unless one
+    /// dataset has two tables.
     pub name: &'static str,
-    /// The experiment whose newest dataset (`data/<dataset>/`) it reads.
-    pub dataset: &'static str,
+    /// The registered dataset (`data/<name>/`) it reads, and the builds its
+    /// spec may name.
+    pub experiment: Experiment,
     pub table: fn(&Run) -> Result<Table>,
     pub figure: Option<FigureFn>,
-    /// Which builds its spec may name; the spec loader refuses the others.
-    pub builds: Builds,
 }
 
-/// The builds a report's dataset may come from.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Builds {
-    /// Counts, memory, or a comparison of builds (`instrumentation-cost`).
-    Any,
-    /// Its table prints times, so no build that counts allocations
-    /// ([`crate::variants::counts_allocations`]): their cost would be in every figure.
-    Uncounted,
-}
+impl Report {
+    /// The report of `experiment`'s dataset, under the dataset's name.
+    pub const fn of(experiment: Experiment, table: fn(&Run) -> Result<Table>, figure: Option<FigureFn>) -> Report {
+        Report { name: experiment.name, experiment, table, figure }
+    }
 
-/// Whether the dataset `name` feeds a table of times.
-pub fn timed(name: &str) -> bool {
-    REPORTS.iter().any(|r| r.dataset == name && r.builds == Builds::Uncounted)
+    /// The dataset it reads.
+    pub fn dataset(&self) -> &'static str {
+        self.experiment.name
+    }
 }
 
 /// Every report, in the order tables are listed.
@@ -147,7 +145,10 @@ mod tests {
     fn every_committed_spec_has_a_report() {
         let specs = crate::spec::load_dir(&crate::default_root().join("experiments")).unwrap();
         for (path, spec) in specs {
-            assert!(REPORTS.iter().any(|r| r.dataset == spec.dataset()), "{} has no report", path.display());
+            assert!(REPORTS.iter().any(|r| r.dataset() == spec.dataset()), "{} has no report", path.display());
+        }
+        for e in probe::registry::ALL {
+            assert!(REPORTS.iter().any(|r| r.dataset() == e.name), "registered {} has no report", e.name);
         }
     }
 

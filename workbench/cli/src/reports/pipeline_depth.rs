@@ -4,21 +4,16 @@
 //! server's measured cost per step, and the flights each took.
 //! Figure: chain time against depth (log–log), one line per mode × delay.
 
-use super::{distinct_u64, median, ratio_range, values, Builds, Report};
+use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report {
-    name: "pipeline-depth",
-    dataset: "pipeline-depth",
-    table,
-    figure: Some(figure),
-    builds: Builds::Uncounted,
-};
+pub const REPORT: Report = Report::of(registry::PIPELINE_DEPTH, table, Some(figure));
 
 const MODES: [&str; 2] = ["pipelined", "request-response"];
 

@@ -6,39 +6,36 @@
 //! HdrHistogram draws it (latency against percentile on a log tail axis,
 //! p50 … p99.99), one line per stack.
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::figures::{write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, display_name, floats, ratio, select, source_of, Table};
 use anyhow::{Context, Result};
+use probe::registry;
 use std::path::{Path, PathBuf};
-// The experiments' names, defined once where the subject registers them.
-use subjects::experiments::roundtrip::{AWAKE as AWAKE_NAME, LATENCY as LATENCY_NAME, OPEN as OPEN_NAME};
 
-pub const REPORT: Report = Report {
-    name: LATENCY_NAME,
-    dataset: LATENCY_NAME,
-    table: |r| roundtrip_latency(r, LATENCY_NAME),
-    figure: Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
-    builds: Builds::Uncounted,
-};
+const LATENCY_NAME: &str = registry::ROUNDTRIP_LATENCY.name;
+const AWAKE_NAME: &str = registry::ROUNDTRIP_LATENCY_AWAKE.name;
+const OPEN_NAME: &str = registry::ROUNDTRIP_LATENCY_OPEN.name;
 
-pub const AWAKE: Report = Report {
-    name: AWAKE_NAME,
-    dataset: AWAKE_NAME,
-    table: |r| roundtrip_latency(r, AWAKE_NAME),
-    figure: Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
-    builds: Builds::Uncounted,
-};
+pub const REPORT: Report = Report::of(
+    registry::ROUNDTRIP_LATENCY,
+    |r| roundtrip_latency(r, LATENCY_NAME),
+    Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
+);
 
-pub const OPEN: Report = Report {
-    name: OPEN_NAME,
-    dataset: OPEN_NAME,
-    table: |r| roundtrip_latency(r, OPEN_NAME),
-    figure: Some(|d, r| latency_figure(d, r, OPEN_NAME)),
-    builds: Builds::Uncounted,
-};
+pub const AWAKE: Report = Report::of(
+    registry::ROUNDTRIP_LATENCY_AWAKE,
+    |r| roundtrip_latency(r, AWAKE_NAME),
+    Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
+);
+
+pub const OPEN: Report = Report::of(
+    registry::ROUNDTRIP_LATENCY_OPEN,
+    |r| roundtrip_latency(r, OPEN_NAME),
+    Some(|d, r| latency_figure(d, r, OPEN_NAME)),
+);
 
 /// The open loop's request rate (per second) from the run's spec.
 fn open_rate(run: &Run) -> Option<f64> {

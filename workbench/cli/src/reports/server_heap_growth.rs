@@ -4,21 +4,16 @@
 //! live heap at the end, RSS at the end. Figure: cumulative bytes allocated
 //! against queries (log–log), one line per workload (dhat build).
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, select, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report {
-    name: "server-heap-growth",
-    dataset: "server-heap-growth",
-    table,
-    figure: Some(figure),
-    builds: Builds::Any,
-};
+pub const REPORT: Report = Report::of(registry::SERVER_HEAP_GROWTH, table, Some(figure));
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(&run.manifest.scale);

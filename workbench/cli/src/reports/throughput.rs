@@ -5,16 +5,16 @@
 //! query. A second table, [`VERSUS`], sets ours beside ClickHouse per query
 //! and client count, at every core and at one thread each.
 
-use super::{distinct_u64, median, ratio_range, values, Builds, Report};
+use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::dataset::Run;
 use crate::figures::{extent, write_both, Chart, Line};
 use crate::fmt;
 use crate::tables::{dash, source_of, Table};
 use anyhow::Result;
+use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report =
-    Report { name: "throughput", dataset: "throughput", table, figure: Some(figure), builds: Builds::Uncounted };
+pub const REPORT: Report = Report::of(registry::THROUGHPUT, table, Some(figure));
 
 /// The (engine, query) pairs of the run, in first-seen order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {
@@ -30,13 +30,8 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-pub const VERSUS: Report = Report {
-    name: "throughput-vs-clickhouse",
-    dataset: "throughput",
-    table: versus,
-    figure: None,
-    builds: Builds::Uncounted,
-};
+pub const VERSUS: Report =
+    Report { name: "throughput-vs-clickhouse", ..Report::of(registry::THROUGHPUT, versus, None) };
 
 fn engine_name(engine: &str) -> String {
     match engine {

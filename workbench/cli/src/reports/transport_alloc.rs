@@ -1,19 +1,14 @@
 //! transport-alloc: allocations per round trip of each transport stack,
 //! split into client, server and other threads (dhat build).
 
-use super::{Builds, Report};
+use super::Report;
 use crate::dataset::Run;
 use crate::fmt;
 use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
 use anyhow::{Context, Result};
+use probe::registry;
 
-pub const REPORT: Report = Report {
-    name: "transport-alloc",
-    dataset: "transport-alloc",
-    table: transport_alloc,
-    figure: None,
-    builds: Builds::Any,
-};
+pub const REPORT: Report = Report::of(registry::TRANSPORT_ALLOC, transport_alloc, None);
 
 /// Allocations per round trip over each transport stack.
 pub fn transport_alloc(run: &Run) -> Result<Table> {

@@ -12,7 +12,7 @@ use super::{Cell, Experiment, Records};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-pub const EXPERIMENT: Experiment = Experiment { name: "build-stages", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::BUILD_STAGES.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if cell.params.contains_key("chdb") {
@@ -22,7 +22,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let bytes = std::fs::metadata(&exe).with_context(|| format!("reading {}", exe.display()))?.len();
     // Debug info differs by stage (BOLT drops it): the code's size is the
     // file without it, `strip --strip-debug` of a copy.
-    let stripped = cell.work_dir.join("stripped");
+    let stripped = super::work_dir(cell)?.join("stripped");
     let st = std::process::Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(&exe).status();
     let stripped_bytes = match st {
         Ok(s) if s.success() => std::fs::metadata(&stripped).ok().map(|m| m.len()),

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: "connection-scaling", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::CONNECTION_SCALING.runs, run };
 
 /// The query every connection sends once, on both servers: one row of a
 /// one-row table (our SQL needs a FROM, so `SELECT 1` would not be the same
@@ -48,7 +48,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if (fds as usize) < max + 64 {
         bail!("the load driver may open {fds} files; {max} connections need {} (params.steps)", max + 64);
     }
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let max_conn = (max + 16).to_string();
     let server = ServerChild::spawn(&data, cell.trace.as_deref(), &["--max-connections", &max_conn])?;
     let server_fds = server.open_files_limit();
@@ -145,7 +145,7 @@ fn clickhouse(
         return out.emit(json!({"server": label, "kind": "peer", "available": false,
             "reason": format!("{} does not exist (scripts/setup.sh installs it with WB_PEERS=1)", bin.display())}));
     }
-    let dir = cell.work_dir.join(label);
+    let dir = super::work_dir(cell)?.join(label);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let (http, tcp) = (free_port()?, free_port()?);
     let max = steps.last().copied().unwrap_or(0) + 64;

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub const EXPERIMENT: Experiment = Experiment { name: "datastore-queries", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::DATASTORE_QUERIES.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let rows: u64 = cell.param("rows", 1_000_000)?;
@@ -32,7 +32,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if runs == 0 || threads.is_empty() {
         bail!("{}: params.runs must be ≥ 1 and params.threads name one setting at least", cell.experiment);
     }
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     gen::load(&db, rows, cell.seed, batch, true, |_, _| {})
         .with_context(|| format!("loading {rows} rows into {}", data.display()))?;

@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: "fault-soak", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::FAULT_SOAK.runs, run };
 
 const BIG: &[u8] = b"SELECT * FROM t";
 
@@ -55,7 +55,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if connections == 0 || flight == 0 || clients == 0 || sample_ms == 0 {
         bail!("{}: params.connections, flight, clients and sample_ms must be at least 1", cell.experiment);
     }
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     gen::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
     drop(db);

@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use datastore::gen;
 use serde_json::json;
 
-pub const EXPERIMENT: Experiment = Experiment { name: "server-heap-growth", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let workloads: Vec<String> = cell.param("workloads", vec!["ping".to_string(), "mix".to_string()])?;
@@ -31,7 +31,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let total: u64 = workloads.iter().map(|w| if w == "mix" { mix_queries } else { ping_queries }).sum();
     let mut done_before = 0;
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     gen::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})?;
     drop(db);

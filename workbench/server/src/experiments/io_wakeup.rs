@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: "io-wakeup", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::IO_WAKEUP.runs, run };
 
 struct Params {
     background: usize,
@@ -64,7 +64,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if (fds as usize) < p.clients + p.background + 64 {
         bail!("the load driver may open {fds} files; params.clients + params.background need more");
     }
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     gen::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})
         .with_context(|| format!("loading {rows} rows into {}", data.display()))?;

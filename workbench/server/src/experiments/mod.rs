@@ -1,5 +1,5 @@
 //! The server's measured runs, one file each, driven by the workbench:
-//! `datastore-server cell '<json>'` runs one [`Cell`] and prints its records
+//! `datastore-server --cell '<json>'` runs one [`Cell`] and prints its records
 //! as JSON lines on stdout (and `progress DONE TOTAL` on stderr).
 //!
 //! The process that runs a cell is the load driver; the measured server is
@@ -8,13 +8,15 @@
 //! and each side has its own open-files limit (10,000 connections need
 //! 10,000 descriptors on each side of the loopback).
 //!
-//! Adding an experiment: copy one file (a `pub const EXPERIMENT` and its
-//! `run`), then list it in [`EXPERIMENTS`].
+//! Adding an experiment: its entry in [`probe::registry`], then copy one
+//! file here (a `pub const EXPERIMENT` naming that entry, and its `run`) and
+//! list it in [`EXPERIMENTS`].
 //!
 //! # Layout
-//! - [`Cell`]: what the workbench asks for; [`Cell::param`] reads the
-//!   spec's per-scale settings, naming the key at fault.
-//! - [`EXPERIMENTS`], [`NAMES`], [`run`]: the registry (build-stages,
+//! - [`Cell`] (probe's, shared with every target): what the workbench asks
+//!   for; [`Cell::param`] reads the spec's per-scale settings, naming the
+//!   key at fault; [`work_dir`] its scratch directory.
+//! - [`EXPERIMENTS`], [`run`]: the run functions of the registry's server entries (build-stages,
 //!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
 //!   io-wakeup, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
@@ -22,11 +24,10 @@
 
 use crate::client::Client;
 use anyhow::{bail, Context, Result};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+pub use probe::Cell;
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 pub mod build_stages;
@@ -38,34 +39,10 @@ pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod throughput;
 
-/// One cell: an experiment, its settings at the chosen scale, a scratch
-/// directory for its data, and where the dhat build writes its trace.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Cell {
-    pub experiment: String,
-    /// The spec's `[quick.params]` / `[full.params]` table.
-    #[serde(default)]
-    pub params: serde_json::Map<String, serde_json::Value>,
-    pub seed: u64,
-    pub work_dir: PathBuf,
-    #[serde(default)]
-    pub trace: Option<PathBuf>,
-}
-
-impl Cell {
-    /// The setting `key`, or `default` when the spec leaves it out.
-    pub fn param<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T> {
-        match self.params.get(key) {
-            None => Ok(default),
-            Some(v) => serde_json::from_value(v.clone())
-                .with_context(|| format!("{}: params.{key} = {v}: wrong type", self.experiment)),
-        }
-    }
-}
-
-/// A named experiment and the function that runs one cell of it.
+/// A registered experiment ([`probe::registry`]) and the function that
+/// runs one cell of it.
 pub struct Experiment {
+    /// The entry's [`probe::registry::Experiment::runs`].
     pub name: &'static str,
     pub run: fn(&Cell, &mut Records) -> Result<()>,
 }
@@ -82,25 +59,20 @@ pub const EXPERIMENTS: &[Experiment] = &[
     throughput::EXPERIMENT,
 ];
 
-/// The experiments' names, for validating specs.
-pub const NAMES: &[&str] = &[
-    "build-stages",
-    "connection-scaling",
-    "datastore-queries",
-    "fault-soak",
-    "server-heap-growth",
-    "io-wakeup",
-    "pipeline-depth",
-    "throughput",
-];
-
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let Some(e) = EXPERIMENTS.iter().find(|e| e.name == cell.experiment) else {
-        bail!("unknown server experiment {:?}; known: {NAMES:?}", cell.experiment);
+        let known: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        bail!("unknown server experiment {:?}; known: {known:?}", cell.experiment);
     };
-    std::fs::create_dir_all(&cell.work_dir).with_context(|| format!("creating {}", cell.work_dir.display()))?;
+    let dir = work_dir(cell)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     (e.run)(cell, out)
+}
+
+/// The cell's scratch directory (a server cell must have one).
+pub fn work_dir(cell: &Cell) -> Result<&Path> {
+    cell.work_dir.as_deref().with_context(|| format!("{}: the cell has no work_dir", cell.experiment))
 }
 
 /// The JSON-lines sink: one object per line, flushed at once so that a
@@ -251,20 +223,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registry_names_match() {
-        let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
-        assert_eq!(names, NAMES);
-    }
-
-    #[test]
-    fn param_errors_name_the_key() {
-        let cell: Cell = serde_json::from_str(
-            r#"{"experiment":"throughput","params":{"rows":"many"},"seed":1,"work_dir":"/tmp/x"}"#,
-        )
-        .unwrap();
-        let e = cell.param::<u64>("rows", 5).unwrap_err().to_string();
-        assert!(e.contains("params.rows"), "{e}");
-        assert_eq!(cell.param::<u64>("missing", 5).unwrap(), 5);
+    fn every_server_entry_of_the_registry_runs_here() {
+        let mut names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        let mut registered = probe::registry::Target::DatastoreServer.experiments();
+        names.sort_unstable();
+        registered.sort_unstable();
+        assert_eq!(names, registered);
     }
 
     #[test]

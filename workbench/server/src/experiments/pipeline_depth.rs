@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: "pipeline-depth", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::PIPELINE_DEPTH.runs, run };
 
 type Chain = fn(&mut Client, usize) -> Result<u64, ClientError>;
 
@@ -28,7 +28,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if runs == 0 || depths.contains(&0) {
         bail!("{}: params.runs and every params.depths entry must be at least 1", cell.experiment);
     }
-    let server = ServerChild::spawn(&cell.work_dir.join("db"), cell.trace.as_deref(), &[])?;
+    let server = ServerChild::spawn(&super::work_dir(cell)?.join("db"), cell.trace.as_deref(), &[])?;
     chain::ensure_table(&mut Client::connect(server.addr)?)?;
     let total = rtts.len() * depths.len();
     let mut done = 0;

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: "throughput", run };
+pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::THROUGHPUT.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let rows: u64 = cell.param("rows", 1_000_000)?;
@@ -59,7 +59,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if levels.is_empty() || levels.contains(&0) || !seconds.is_finite() || seconds <= 0.0 || rounds == 0 {
         bail!("{}: params.concurrency needs counts ≥ 1, params.seconds > 0 and params.rounds ≥ 1", cell.experiment);
     }
-    let data = cell.work_dir.join("db");
+    let data = super::work_dir(cell)?.join("db");
     let t0 = Instant::now();
     let db = datastore::Db::open(&data)?;
     gen::load(&db, rows, cell.seed, batch, true, |_, _| {})
@@ -434,10 +434,10 @@ impl PeerRun {
 
 impl Peer {
     fn start(cmd: &[String], cell: &Cell, rows: u64, batch: u64, clients: usize) -> Result<Peer> {
-        let parquet = cell.work_dir.join("t.parquet");
+        let parquet = super::work_dir(cell)?.join("t.parquet");
         gen::write_parquet(&parquet, cell.seed, rows, batch)
             .with_context(|| format!("writing {}", parquet.display()))?;
-        let dir = cell.work_dir.join("clickhouse");
+        let dir = super::work_dir(cell)?.join("clickhouse");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let loaded_dir = dir.join("loaded");

@@ -8,7 +8,7 @@ use anyhow::Result;
 use probe::Counters;
 use serde::Serialize;
 
-pub const NAME: &str = "alloc-profile";
+pub const NAME: &str = probe::registry::ALLOC_PROFILE.runs;
 
 #[derive(Serialize)]
 struct Record {

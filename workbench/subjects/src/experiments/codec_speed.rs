@@ -31,7 +31,7 @@ use serde::Serialize;
 use std::hint::black_box;
 use std::time::Instant;
 
-pub const NAME: &str = "codec-speed";
+pub const NAME: &str = probe::registry::CODEC_SPEED.runs;
 
 /// Distinct votes cycled through, so a batch does not re-encode one message.
 const DISTINCT: usize = 64;

@@ -10,8 +10,8 @@ use probe::Snapshot;
 use serde::Serialize;
 use std::time::Instant;
 
-pub const NAME: &str = "heap-growth";
-pub const OVER_TRANSPORTS: &str = "transport-heap-growth";
+pub const NAME: &str = probe::registry::HEAP_GROWTH.runs;
+pub const OVER_TRANSPORTS: &str = probe::registry::TRANSPORT_HEAP_GROWTH.runs;
 
 #[derive(Serialize)]
 struct Record {

@@ -1,34 +1,21 @@
-//! One module per experiment; [`run`] is the registry. Each experiment is
+//! One module per experiment; [`run`] dispatches on the names of
+//! [`probe::registry`] (a cell names the experiment it runs and, through the
+//! registry's [`Over`], whether its `codec` is a codec or a transport). Each experiment is
 //! generic over the codec and writes JSON-lines records to `out`. Cell
 //! metadata (codec, payload, variant, repetition) is added by the CLI, so
 //! records carry only what was measured.
 
 use crate::codecs::{self, Codec, WithCodec};
 use crate::transports::{self, Transport, WithTransport};
-use crate::Cell;
 use anyhow::{anyhow, Result};
+use probe::registry::{self, Over, Target};
+use probe::Cell;
 use std::io::Write;
 
 pub mod alloc_profile;
 pub mod codec_speed;
 pub mod heap_growth;
 pub mod roundtrip;
-
-/// Every registered experiment.
-pub const NAMES: &[&str] = &[
-    alloc_profile::NAME,
-    heap_growth::NAME,
-    codec_speed::NAME,
-    roundtrip::ALLOC,
-    roundtrip::LATENCY,
-    roundtrip::AWAKE,
-    roundtrip::OPEN,
-    heap_growth::OVER_TRANSPORTS,
-];
-
-/// Experiments whose cells name a transport rather than a codec.
-pub const OVER_TRANSPORTS: &[&str] =
-    &[roundtrip::ALLOC, roundtrip::LATENCY, roundtrip::AWAKE, roundtrip::OPEN, heap_growth::OVER_TRANSPORTS];
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {
@@ -47,7 +34,7 @@ impl WithCodec for Dispatch<'_> {
             alloc_profile::NAME => alloc_profile::run::<C>(ctx),
             heap_growth::NAME => heap_growth::run::<C>(ctx),
             codec_speed::NAME => codec_speed::run::<C>(ctx),
-            other => Err(anyhow!("unknown experiment {other:?}; known: {NAMES:?}")),
+            other => Err(anyhow!("{other:?} is not a codec experiment")),
         }
     }
 }
@@ -68,7 +55,11 @@ impl WithTransport for DispatchTransport<'_> {
 /// Runs the cell's experiment against the cell's codec or transport.
 pub fn run(ctx: Ctx<'_>) -> Result<()> {
     let codec = ctx.cell.codec.clone();
-    if OVER_TRANSPORTS.contains(&ctx.cell.experiment.as_str()) {
+    let known = Target::Subject.experiments();
+    let Some(entry) = registry::find(&ctx.cell.experiment).filter(|e| known.contains(&e.name)) else {
+        return Err(anyhow!("unknown experiment {:?}; known: {known:?}", ctx.cell.experiment));
+    };
+    if entry.over == Over::Transports {
         return transports::run_with(&codec, DispatchTransport(ctx))
             .ok_or_else(|| anyhow!("unknown transport {codec:?}; known: {:?}", transports::NAMES))?;
     }

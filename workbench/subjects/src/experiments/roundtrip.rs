@@ -19,10 +19,10 @@ use probe::{Side, SideCounts};
 use serde::Serialize;
 use std::time::Instant;
 
-pub const ALLOC: &str = "transport-alloc";
-pub const LATENCY: &str = "roundtrip-latency";
-pub const AWAKE: &str = "roundtrip-latency-awake";
-pub const OPEN: &str = "roundtrip-latency-open";
+pub const ALLOC: &str = probe::registry::TRANSPORT_ALLOC.runs;
+pub const LATENCY: &str = probe::registry::ROUNDTRIP_LATENCY.runs;
+pub const AWAKE: &str = probe::registry::ROUNDTRIP_LATENCY_AWAKE.runs;
+pub const OPEN: &str = probe::registry::ROUNDTRIP_LATENCY_OPEN.runs;
 
 /// SPIN_NS = 200 µs: the open loop sleeps until this long before a request
 /// is due and spins the rest, so the client's own timer slack (≈ 60 µs per

@@ -1,0 +1,181 @@
+//! Every experiment the workbench runs, named once.
+//!
+//! An entry is one dataset (`data/<name>/`), one spec file
+//! (`experiments/<name>.toml`) and one report: the binary that runs its
+//! cells ([`Target`]), the experiment that binary runs ([`Experiment::runs`],
+//! usually the same name; `instrumentation-cost` runs `codec-speed` across
+//! builds), what a cell is run against ([`Over`]), and which builds its
+//! figures may come from ([`Builds`]). The subjects and the server dispatch
+//! on these names, the CLI validates specs and walks its reports by them, and
+//! the paper finds its datasets through them; nobody types a name twice.
+//!
+//! This crate is the one every measured binary and the CLI already link, and
+//! the registry is plain data (no function of any of them), so it sits here.
+//!
+//! Adding an experiment: one `pub const` below and its line in [`ALL`]; then
+//! the binary's run function, its spec file and its report, each keyed by
+//! this constant.
+
+use serde::{Deserialize, Serialize};
+
+/// The binary a dataset's cells run in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// `subject` (crate `subjects`): codecs and transport stacks.
+    #[default]
+    Subject,
+    /// `datastore-server` (crate `server`): the driver process spawns the
+    /// measured server as its child.
+    DatastoreServer,
+}
+
+impl Target {
+    /// The cargo package and binary.
+    pub fn package_and_bin(self) -> (&'static str, &'static str) {
+        match self {
+            Target::Subject => ("subjects", "subject"),
+            Target::DatastoreServer => ("server", "datastore-server"),
+        }
+    }
+
+    /// The experiments (the binary's names, [`Experiment::runs`]) this
+    /// target runs, each once, in registry order.
+    pub fn experiments(self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for e in ALL.iter().filter(|e| e.target == self) {
+            if !out.contains(&e.runs) {
+                out.push(e.runs);
+            }
+        }
+        out
+    }
+}
+
+/// What one cell of an experiment is run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// A codec (`Cell::codec` names one of `subjects::codecs`).
+    Codecs,
+    /// A transport stack (`Cell::codec` names one of `subjects::transports`).
+    Transports,
+    /// The server's own axes, in the spec's `params`.
+    Params,
+}
+
+/// The builds a dataset may come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Builds {
+    /// Counts, memory, or a comparison of builds (`instrumentation-cost`).
+    Any,
+    /// Its table prints times, so no build that counts allocations: their
+    /// cost would be in every figure. The spec loader refuses the others.
+    Uncounted,
+}
+
+/// One experiment's dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Experiment {
+    /// The dataset, spec file and table name.
+    pub name: &'static str,
+    /// The experiment the target binary runs for it.
+    pub runs: &'static str,
+    pub target: Target,
+    pub over: Over,
+    pub builds: Builds,
+}
+
+impl Experiment {
+    const fn new(name: &'static str, target: Target, over: Over, builds: Builds) -> Experiment {
+        Experiment { name, runs: name, target, over, builds }
+    }
+
+    /// Whether its table prints times ([`Builds::Uncounted`]).
+    pub fn timed(&self) -> bool {
+        self.builds == Builds::Uncounted
+    }
+}
+
+use Builds::{Any, Uncounted};
+use Over::{Codecs, Params, Transports};
+use Target::{DatastoreServer as Server, Subject};
+
+// The codecs and transports (`subject`).
+pub const ALLOC_PROFILE: Experiment = Experiment::new("alloc-profile", Subject, Codecs, Any);
+pub const HEAP_GROWTH: Experiment = Experiment::new("heap-growth", Subject, Codecs, Any);
+pub const CODEC_SPEED: Experiment = Experiment::new("codec-speed", Subject, Codecs, Uncounted);
+pub const TRANSPORT_ALLOC: Experiment = Experiment::new("transport-alloc", Subject, Transports, Any);
+pub const TRANSPORT_HEAP_GROWTH: Experiment = Experiment::new("transport-heap-growth", Subject, Transports, Any);
+pub const ROUNDTRIP_LATENCY: Experiment = Experiment::new("roundtrip-latency", Subject, Transports, Uncounted);
+pub const ROUNDTRIP_LATENCY_AWAKE: Experiment =
+    Experiment::new("roundtrip-latency-awake", Subject, Transports, Uncounted);
+pub const ROUNDTRIP_LATENCY_OPEN: Experiment =
+    Experiment::new("roundtrip-latency-open", Subject, Transports, Uncounted);
+/// codec-speed in every build, to price the instrumentation.
+pub const INSTRUMENTATION_COST: Experiment =
+    Experiment { name: "instrumentation-cost", runs: CODEC_SPEED.runs, builds: Any, ..CODEC_SPEED };
+// The datastore and its server (`datastore-server`).
+pub const DATASTORE_QUERIES: Experiment = Experiment::new("datastore-queries", Server, Params, Uncounted);
+pub const BUILD_STAGES: Experiment = Experiment::new("build-stages", Server, Params, Uncounted);
+pub const CONNECTION_SCALING: Experiment = Experiment::new("connection-scaling", Server, Params, Any);
+pub const PIPELINE_DEPTH: Experiment = Experiment::new("pipeline-depth", Server, Params, Uncounted);
+pub const IO_WAKEUP: Experiment = Experiment::new("io-wakeup", Server, Params, Uncounted);
+pub const SERVER_HEAP_GROWTH: Experiment = Experiment::new("server-heap-growth", Server, Params, Any);
+pub const FAULT_SOAK: Experiment = Experiment::new("fault-soak", Server, Params, Any);
+pub const THROUGHPUT: Experiment = Experiment::new("throughput", Server, Params, Uncounted);
+
+/// Every dataset, in the order its tables are listed.
+pub const ALL: &[Experiment] = &[
+    ALLOC_PROFILE,
+    HEAP_GROWTH,
+    CODEC_SPEED,
+    TRANSPORT_ALLOC,
+    TRANSPORT_HEAP_GROWTH,
+    ROUNDTRIP_LATENCY,
+    ROUNDTRIP_LATENCY_AWAKE,
+    ROUNDTRIP_LATENCY_OPEN,
+    INSTRUMENTATION_COST,
+    DATASTORE_QUERIES,
+    BUILD_STAGES,
+    CONNECTION_SCALING,
+    PIPELINE_DEPTH,
+    IO_WAKEUP,
+    SERVER_HEAP_GROWTH,
+    FAULT_SOAK,
+    THROUGHPUT,
+];
+
+/// The entry named `name` (a dataset).
+pub fn find(name: &str) -> Option<&'static Experiment> {
+    ALL.iter().find(|e| e.name == name)
+}
+
+/// Every dataset's name, for error messages.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|e| e.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_runs_exist() {
+        let mut n = names();
+        n.sort_unstable();
+        let len = n.len();
+        n.dedup();
+        assert_eq!(len, n.len(), "{n:?}");
+        for e in ALL {
+            let ran = find(e.runs).expect("an experiment a binary runs has its own entry");
+            assert_eq!((ran.target, ran.over), (e.target, e.over), "{}", e.name);
+        }
+    }
+
+    #[test]
+    fn targets_split_the_experiments() {
+        assert_eq!(Target::Subject.experiments().len(), 8);
+        assert_eq!(Target::DatastoreServer.experiments().len(), 8);
+        assert!(!Target::Subject.experiments().contains(&"instrumentation-cost"));
+    }
+}
