@@ -111,7 +111,18 @@ def main():
         if not os.path.isdir(src):
             continue
         g = edges(modules(src))
-        cyc = sccs(g)
+        # Folders are modules too: the graph of top-level modules (an edge
+        # from any module inside one to any inside another) must be acyclic.
+        top = {}
+        for a, bs in g.items():
+            ta = a.split("::")[0]
+            top.setdefault(ta, set())
+            for b in bs:
+                tb = b.split("::")[0]
+                top.setdefault(tb, set())
+                if ta != tb:
+                    top[ta].add(tb)
+        cyc = sccs(g) + [["(top) " + m for m in c] for c in sccs(top) if c not in sccs(g)]
         name = os.path.basename(os.path.normpath(c))
         nedges = sum(len(v) for v in g.values())
         print(f"{name}: {len(g)} modules, {nedges} edges, {'no cycle' if not cyc else f'{len(cyc)} cycle(s)'}")
@@ -119,7 +130,9 @@ def main():
             bad += 1
             print(f"  cycle: {' <-> '.join(comp)}")
             for a in comp:
-                print(f"    {a} -> {', '.join(sorted(b for b in g[a] if b in comp))}")
+                graph, key = (top, a[6:]) if a.startswith("(top) ") else (g, a)
+                inside = [c[6:] if c.startswith("(top) ") else c for c in comp]
+                print(f"    {key} -> {', '.join(sorted(b for b in graph[key] if b in inside))}")
         if dot:
             for a in sorted(g):
                 for b in sorted(g[a]):

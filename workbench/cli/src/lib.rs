@@ -18,37 +18,29 @@
 //! ```
 //!
 //! # Layout
-//! - [`spec`]: experiment specs (`experiments/*.toml`), their target binary and scales.
-//! - [`variants`]: building a target binary (`subject`, `datastore-server`) per allocator variant.
-//! - [`runner`]: cells, their processes, progress, resume.
-//! - [`dataset`]: JSON-lines records ↔ polars frames ↔ Parquet; manifests; finding runs.
-//! - [`manifest`]: what a run records about the machine and the build;
-//!   [`host`]: the facts it reads (git state, rustc, CPU, kernel, dates).
-//! - [`reports`]: one report per experiment (its table and figure), the registry
-//!   tables, figures and the paper walk.
-//! - [`tables`]: polars analysis into LaTeX and Markdown tables.
-//! - [`figures`]: plotters figures (SVG and PNG).
-//! - [`fmt`]: number formatting shared by tables and figures.
-//! - [`trace`]: loading, checking and reviewing dhat traces (`workbench trace`).
-//! - [`compare`]: two runs of one experiment, benchstat-style (`workbench compare`).
-//! - [`claims`]: the source papers' claims against ours (`workbench claims`).
-//! - [`paper`]: the paper's macros and its PDF build (`workbench paper`).
+//! The folders follow the data, each using only those above it:
+//! - [`spec`]: experiment specs (`experiments/*.toml`), [`spec::Scale`], and
+//!   the build variants; checked against [`probe::registry`].
+//! - [`data`]: datasets on disk (records, Parquet, finding runs), manifests,
+//!   and the host facts they record.
+//! - [`run`]: the runner (cells, processes, progress, resume), building a
+//!   target binary per variant, provenance (clean tree, lock, load).
+//! - [`report`]: one report per registered dataset (its table and figure),
+//!   the table and figure kits, and writing them all.
+//! - [`paper`]: the paper's macros and PDF build; [`paper::claims`], the
+//!   source papers' claims against ours.
+//! - [`inspect`]: dhat trace review and benchstat-style run comparison.
+//! - [`fmt`]: number formatting shared by all of them.
+//!
+//! `scripts/modgraph.py` prints the module graph and fails on a cycle.
 
-pub mod claims;
-pub mod compare;
-pub mod dataset;
-pub mod figures;
+pub mod data;
 pub mod fmt;
-pub mod host;
-pub mod manifest;
+pub mod inspect;
 pub mod paper;
-pub mod provenance;
-pub mod reports;
-pub mod runner;
+pub mod report;
+pub mod run;
 pub mod spec;
-pub mod tables;
-pub mod trace;
-pub mod variants;
 
 use std::path::{Path, PathBuf};
 

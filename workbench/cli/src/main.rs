@@ -4,7 +4,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::{Path, PathBuf};
-use workbench::{compare, figures, runner, spec, tables, trace};
+use workbench::inspect::{compare, trace};
+use workbench::report;
+use workbench::run::runner;
+use workbench::spec::{self, Scale};
 
 #[derive(Parser)]
 #[command(
@@ -29,8 +32,8 @@ enum Cmd {
         /// `quick`, or spec names (experiments/NAME.toml) or paths; none = every spec.
         specs: Vec<String>,
         /// `quick` (the whole suite in minutes) or `full` (the papers' scales).
-        #[arg(long, default_value = "quick")]
-        scale: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
         /// Discard finished cells of an interrupted run instead of resuming it.
         #[arg(long)]
         fresh: bool,
@@ -43,13 +46,13 @@ enum Cmd {
     },
     /// Regenerate paper/generated/*.{tex,md} from data/ (runs nothing).
     Tables {
-        #[arg(long, default_value = "quick")]
-        scale: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
     },
     /// Regenerate figures/*.{svg,png} from data/ (runs nothing).
     Figures {
-        #[arg(long, default_value = "quick")]
-        scale: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
     },
     /// List specs and finished runs.
     List,
@@ -70,8 +73,8 @@ enum Cmd {
         /// Two run directories; or one (against the run before it); or an
         /// experiment name (its latest two runs at --scale).
         runs: Vec<String>,
-        #[arg(long, default_value = "quick")]
-        scale: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
         /// Significance level for timing changes.
         #[arg(long, default_value_t = 0.05)]
         alpha: f64,
@@ -133,19 +136,16 @@ fn main() -> Result<()> {
     let data = cli.data.unwrap_or_else(|| root.join("data"));
     match cli.cmd {
         Cmd::Run { specs, scale, fresh, no_report, allow_dirty } => {
-            if scale != "quick" && scale != "full" {
-                bail!("--scale {scale:?}: use quick or full");
-            }
             let chosen = choose_specs(&root, &specs)?;
-            workbench::provenance::check_clean(&root, allow_dirty)?;
-            workbench::provenance::check_self(&root)?;
+            workbench::run::provenance::check_clean(&root, allow_dirty)?;
+            workbench::run::provenance::check_self(&root)?;
             // One measurement per machine: two at once would each show in the other's figures.
-            let lock = workbench::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
+            let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
             eprintln!("holding {} for this run", lock.path().display());
             let opts = runner::Options {
                 root: root.clone(),
                 data: data.clone(),
-                scale: scale.clone(),
+                scale,
                 fresh,
                 allow_dirty,
                 command_line: std::env::args().collect(),
@@ -174,15 +174,15 @@ fn main() -> Result<()> {
                 );
             }
             if !no_report {
-                report(&root, &data, &scale)?;
+                report(&root, &data, scale)?;
             }
         }
         Cmd::Tables { scale } => {
-            let (_, written) = tables::write_all(&root, &data, &scale)?;
+            let (_, written) = report::write_tables(&root, &data, scale)?;
             print_written(&root, &written);
         }
         Cmd::Figures { scale } => {
-            let written = figures::write_all(&root, &data, &scale)?;
+            let written = report::write_figures(&root, &data, scale)?;
             print_written(&root, &written);
         }
         Cmd::List => {
@@ -196,22 +196,22 @@ fn main() -> Result<()> {
             }
             for (_, s) in spec::load_dir(&root.join("experiments"))? {
                 let exp = s.dataset();
-                for scale in ["quick", "full"] {
-                    if let Some(d) = workbench::dataset::latest_run(&data, exp, scale)? {
+                for scale in Scale::ALL {
+                    if let Some(d) = workbench::data::dataset::latest_run(&data, exp, scale)? {
                         println!("latest {scale} run of {exp}: {}", d.display());
                     }
                 }
             }
         }
         Cmd::Claims => {
-            let (audit, written) = workbench::claims::write(&root, &data)?;
+            let (audit, written) = workbench::paper::claims::write(&root, &data)?;
             print!("{}", audit.to_markdown());
             println!("verdicts: {:?}", audit.counts());
             print_written(&root, &written);
         }
         Cmd::Paper => {
             let mut written = vec![workbench::paper::write_macros(&root, &data)?];
-            written.extend(workbench::claims::write(&root, &data)?.1);
+            written.extend(workbench::paper::claims::write(&root, &data)?.1);
             print_written(&root, &written);
             let pdf = workbench::paper::build(&root)?;
             println!("wrote {}", pdf.strip_prefix(&root).unwrap_or(&pdf).display());
@@ -219,8 +219,8 @@ fn main() -> Result<()> {
         Cmd::Trace { cmd } => review(cmd)?,
         Cmd::Compare { runs, scale, alpha, fail_on, markdown } => {
             let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
-            let (a, b) = compare::resolve(&data, &runs, &scale)?;
-            let (ra, rb) = (workbench::dataset::load_run(&a)?, workbench::dataset::load_run(&b)?);
+            let (a, b) = compare::resolve(&data, &runs, scale)?;
+            let (ra, rb) = (workbench::data::dataset::load_run(&a)?, workbench::data::dataset::load_run(&b)?);
             let c = compare::compare(&ra, &rb, alpha)?;
             let text = c.to_markdown();
             println!("{text}");
@@ -303,9 +303,9 @@ fn review(cmd: TraceCmd) -> Result<()> {
     Ok(())
 }
 
-fn report(root: &Path, data: &Path, scale: &str) -> Result<()> {
-    let (tables, mut written) = tables::write_all(root, data, scale)?;
-    written.extend(figures::write_all(root, data, scale)?);
+fn report(root: &Path, data: &Path, scale: Scale) -> Result<()> {
+    let (tables, mut written) = report::write_tables(root, data, scale)?;
+    written.extend(report::write_figures(root, data, scale)?);
     for t in &tables {
         println!("\n{}", t.to_markdown());
     }

@@ -5,9 +5,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use workbench::runner;
-use workbench::spec::Spec;
-use workbench::{dataset, figures, tables};
+use workbench::data::dataset;
+use workbench::report::{self, tables};
+use workbench::run::runner;
+use workbench::spec::{Scale, Spec};
 
 const ALLOC: &str = r#"
 experiment = "alloc-profile"
@@ -108,7 +109,7 @@ fn tiny_suite_end_to_end() {
 
     // Resume: an interrupted run's finished cell is reused, not rerun.
     let hp = Path::new("heap.toml");
-    let cells = runner::plan(&heap, "quick").unwrap();
+    let cells = runner::plan(&heap, Scale::Quick).unwrap();
     assert_eq!(cells.len(), 4);
     let staging = runner::staging_dir(&opts, &heap).unwrap();
     std::fs::create_dir_all(staging.join("cells")).unwrap();
@@ -124,17 +125,17 @@ fn tiny_suite_end_to_end() {
     assert!(!staging.exists(), "staging directory is published by rename");
 
     // Tables and figures regenerate from data alone, byte-identical on a rerun.
-    let (ts, written) = tables::write_all(&out, &opts.data, "quick").unwrap();
+    let (ts, written) = report::write_tables(&out, &opts.data, Scale::Quick).unwrap();
     assert_eq!(ts.iter().map(|t| t.name).collect::<Vec<_>>(), ["alloc-profile", "heap-growth", "transport-alloc"]);
     let md = std::fs::read_to_string(out.join("paper/generated/alloc-profile.md")).unwrap();
     assert!(md.contains("| ZAP | 64 B | 0 | 0 | 0 B | 0 | 0 B | 0 B |"), "{md}");
     assert!(std::fs::read_to_string(out.join("paper/generated/heap-growth.tex")).unwrap().contains("\\toprule"));
-    let figs = figures::write_all(&out, &opts.data, "quick").unwrap();
+    let figs = report::write_figures(&out, &opts.data, Scale::Quick).unwrap();
     assert_eq!(figs.len(), 2);
     let snapshot = |paths: &[PathBuf]| paths.iter().map(|p| std::fs::read(p).unwrap()).collect::<Vec<_>>();
     let before = snapshot(&[written.clone(), figs.clone()].concat());
-    tables::write_all(&out, &opts.data, "quick").unwrap();
-    figures::write_all(&out, &opts.data, "quick").unwrap();
+    report::write_tables(&out, &opts.data, Scale::Quick).unwrap();
+    report::write_figures(&out, &opts.data, Scale::Quick).unwrap();
     assert!(before == snapshot(&[written, figs.clone()].concat()), "regeneration is not byte-identical");
     let png = std::fs::read(&figs[1]).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);

@@ -6,10 +6,11 @@
 mod common;
 
 use std::path::Path;
-use workbench::reports::REPORTS;
-use workbench::runner;
+use workbench::data::dataset;
+use workbench::report::tables;
+use workbench::report::REPORTS;
+use workbench::run::runner;
 use workbench::spec::Spec;
-use workbench::{dataset, tables};
 
 const CHAINS: &str = r#"
 experiment = "pipeline-depth"

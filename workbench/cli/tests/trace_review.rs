@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use workbench::trace::{self, By, Trace};
+use workbench::inspect::trace::{self, By, Trace};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::process::Command;
 use workbench::spec::{self, Target};
-use workbench::{host, variants};
+use workbench::{data::host, spec::variants};
 
 /// What `<binary> --variant` prints for a build variant: its allocator
 /// feature, or `system` for the builds that only change the profile.
@@ -30,7 +30,7 @@ fn every_quick_variant_builds_as_named() {
     let (opts, multi, mut bins) = common::setup(&out, "variants");
     let mut wanted = BTreeSet::new();
     for (_, s) in spec::load_dir(&opts.root.join("experiments")).unwrap() {
-        for v in s.variants_at("quick") {
+        for v in s.variants_at(workbench::spec::Scale::Quick) {
             wanted.insert((s.target, v.clone()));
         }
     }

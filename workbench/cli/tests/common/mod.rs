@@ -7,14 +7,14 @@
 
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::Path;
-use workbench::runner::{Binaries, Options};
+use workbench::run::runner::{Binaries, Options};
 
 pub fn setup(out: &Path, label: &str) -> (Options, MultiProgress, Binaries) {
     let root = workbench::default_root();
     let opts = Options {
         root: root.clone(),
         data: out.join("data"),
-        scale: "quick".into(),
+        scale: workbench::spec::Scale::Quick,
         fresh: false,
         // NOTE: tests are not measurements; a developer's tree may be dirty.
         allow_dirty: true,

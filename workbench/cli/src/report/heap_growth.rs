@@ -4,11 +4,11 @@
 //! allocation volume (log–log) and the live heap.
 
 use super::Report;
-use crate::dataset::Run;
-use crate::figures::{write_pair, Chart, Line, FLOOR};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{display_name, median, opt_bytes, opt_count, select, source_of, steady_rate, Table};
-use anyhow::{Context, Result};
+use crate::report::figures::{write_pair, Chart, Line, FLOOR};
+use crate::report::tables::{display_name, median, opt_bytes, opt_count, select, source_of, steady_rate, Table};
+use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
@@ -61,7 +61,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     let what = if name == "heap-growth" {
         "encode+decode round trips in one process, from a cold start"
     } else {
@@ -142,7 +142,7 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
     };
     let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
     let live = floor_label(heap_growth_lines(run, "live_bytes")?);
-    let n = run.manifest.spec.scale(&run.manifest.scale).map_or(0, |s| s.messages);
+    let n = run.manifest.spec.scale(run.manifest.scale).messages;
     let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
     let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
     let ymax =

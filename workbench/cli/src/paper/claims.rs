@@ -20,8 +20,8 @@
 //! - [`audit`]: verdicts and check results.
 //! - [`Audit::to_markdown`], [`Audit::to_latex`]: `paper/generated/claims.{md,tex}`.
 
-use crate::dataset::{self, Run};
-use crate::tables::{self, tex_escape};
+use crate::data::dataset::{self, Run};
+use crate::report::tables::{self, tex_escape};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -215,10 +215,7 @@ fn check(c: &Check) -> CheckResult {
 /// Ours for one claim, and what it was computed from; `None` without a dataset.
 fn evaluate(o: &Ours, data: &Path, runs: &mut BTreeMap<String, Option<Run>>) -> Result<Option<(f64, String)>> {
     if !runs.contains_key(&o.experiment) {
-        let dir = match dataset::latest_run(data, &o.experiment, "full")? {
-            Some(d) => Some(d),
-            None => dataset::latest_run(data, &o.experiment, "quick")?,
-        };
+        let dir = dataset::best_run(data, &o.experiment)?.map(|(_, d)| d);
         runs.insert(o.experiment.clone(), dir.map(|d| dataset::load_run(&d)).transpose()?);
     }
     let Some(run) = runs.get(&o.experiment).and_then(|r| r.as_ref()) else { return Ok(None) };

@@ -5,10 +5,10 @@
 //! Figure: RSS over the run, one line per stage.
 
 use super::{median, values, Report};
-use crate::dataset::Run;
-use crate::figures::{extent, write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, select, source_of, Table};
+use crate::report::figures::{extent, write_both, Chart, Line};
+use crate::report::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use datastore::gen::QUERIES;
 use probe::registry;
@@ -33,7 +33,7 @@ fn table(run: &Run) -> Result<Table> {
     header.extend(["RSS (median)", "RSS (peak)"]);
     let mut rows = Vec::new();
     let mut failures = Vec::new();
-    for v in run.manifest.spec.variants_at(&run.manifest.scale) {
+    for v in run.manifest.spec.variants_at(run.manifest.scale) {
         let failed =
             select(&run.records, &[("kind", "build-failed"), ("variant", v)], &[]).ok().filter(|d| d.height() > 0);
         if let Some(df) = failed {
@@ -58,8 +58,8 @@ fn table(run: &Run) -> Result<Table> {
         row.push(rss.iter().copied().reduce(f64::max).map_or_else(dash, fmt::bytes));
         rows.push(row);
     }
-    let s = run.manifest.spec.scale(&run.manifest.scale);
-    let param = |k: &str| s.and_then(|s| s.params.get(k)).map_or_else(|| "?".into(), |v| v.to_string());
+    let s = run.manifest.spec.scale(run.manifest.scale);
+    let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());
     let mut caption = format!(
         "The server built five ways from one commit; query columns are QPS at {} clients (closed loop over ZAP, {} s \
          per query) on {} rows; RSS sampled every 100 ms through the whole mix. PGO and BOLT train on a short run \
@@ -68,7 +68,7 @@ fn table(run: &Run) -> Result<Table> {
         param("concurrency").trim_matches(|c| c == '[' || c == ']'),
         param("seconds"),
         param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
-        s.map_or(1, |s| s.repetitions),
+        s.repetitions,
     );
     for f in failures {
         caption.push_str(&format!(" Not built: {f}."));
@@ -78,13 +78,13 @@ fn table(run: &Run) -> Result<Table> {
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
-    for v in run.manifest.spec.variants_at(&run.manifest.scale) {
+    for v in run.manifest.spec.variants_at(run.manifest.scale) {
         let df = select(&run.records, &[("kind", "rss"), ("variant", v)], &[("rep", 0)])?;
         if df.height() == 0 {
             continue;
         }
-        let t = crate::tables::floats(&df, "t_s")?;
-        let r = crate::tables::floats(&df, "rss_bytes")?;
+        let t = crate::report::tables::floats(&df, "t_s")?;
+        let r = crate::report::tables::floats(&df, "rss_bytes")?;
         lines.push(Line { label: stage_name(v).to_string(), points: t.into_iter().zip(r).collect() });
     }
     let (_, xmax, _, ymax) = extent(&lines);

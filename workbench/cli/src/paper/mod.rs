@@ -9,14 +9,18 @@
 //! yet measured" box, never a number from an earlier run.
 //!
 //! # Layout
+//! - [`claims`]: the source papers' claims against ours (`workbench claims`).
 //! - [`MACROS`]: the prose numbers, each a cell of a generated table.
 //! - [`write_macros`] writes `paper/generated/macros.tex`.
 //! - [`build`]: figures → PDF (rsvg-convert), then latexmk → `paper/build/main.pdf`,
 //!   then [`check_log`].
 //! - [`hand_written_digits`]: the test that keeps numbers out of the prose.
 
-use crate::tables::{self, display_name, Table};
-use crate::{dataset, fmt};
+pub mod claims;
+
+use crate::report::tables::{self, display_name, Table};
+use crate::spec::Scale;
+use crate::{data::dataset, fmt};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -80,8 +84,8 @@ pub const MACROS: &[Macro] = &[
 /// one, else the quick one.
 pub fn chosen_tables(data: &Path) -> Result<BTreeMap<String, Table>> {
     let mut out = BTreeMap::new();
-    for scale in ["quick", "full"] {
-        for t in tables::compute(data, scale)? {
+    for scale in Scale::ALL {
+        for t in crate::report::compute_tables(data, scale)? {
             out.insert(t.name.to_string(), t);
         }
     }
@@ -123,15 +127,15 @@ pub fn write_macros(root: &Path, data: &Path) -> Result<PathBuf> {
     def("wbKernel", manifest.as_ref().map(|m| m.kernel.clone()), "machine");
     def("wbRustc", manifest.as_ref().map(|m| m.rustc.clone()), "machine");
     // The engine alone (datastore-queries), at the scale its table shows.
-    let dq = tables.get(crate::reports::datastore_queries::REPORT.name);
-    let every = crate::reports::datastore_queries::threads_label(0);
+    let dq = tables.get(crate::report::datastore_queries::REPORT.name);
+    let every = crate::report::datastore_queries::threads_label(0);
     let dq_cell = |query: &str, col: &str| -> Option<String> {
         let t = dq?;
         let c = t.header.iter().position(|h| *h == col)?;
         let row = t.rows.iter().find(|r| r.first().map(String::as_str) == Some(query) && r.get(1) == Some(&every))?;
         Some(row.get(c)?.split(" [").next()?.to_string())
     };
-    let dq_rows = dq_run(data)?.and_then(|r| crate::reports::datastore_queries::table_rows(&r).ok().flatten());
+    let dq_rows = dq_run(data)?.and_then(|r| crate::report::datastore_queries::table_rows(&r).ok().flatten());
     def("dsRows", dq_rows.map(fmt::thousands), "datastore-queries");
     def("dsAggMs", dq_cell("group-by-category", "Median (ms)"), "datastore-queries");
     def("dsTopMs", dq_cell("top-20-users", "Median (ms)"), "datastore-queries");
@@ -144,15 +148,15 @@ pub fn write_macros(root: &Path, data: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn newest_manifest(data: &Path) -> Result<Option<crate::manifest::Manifest>> {
-    let mut best: Option<crate::manifest::Manifest> = None;
+fn newest_manifest(data: &Path) -> Result<Option<crate::data::manifest::Manifest>> {
+    let mut best: Option<crate::data::manifest::Manifest> = None;
     // The subjects' experiments: the machine the codec tables were measured on.
     for exp in probe::registry::Target::Subject.experiments() {
-        for scale in ["quick", "full"] {
+        for scale in Scale::ALL {
             if let Some(d) = dataset::latest_run(data, exp, scale)? {
                 let p = d.join("manifest.json");
                 let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-                let m: crate::manifest::Manifest =
+                let m: crate::data::manifest::Manifest =
                     serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
                 if best.as_ref().is_none_or(|b| m.date > b.date) {
                     best = Some(m);
@@ -165,12 +169,9 @@ fn newest_manifest(data: &Path) -> Result<Option<crate::manifest::Manifest>> {
 
 /// The newest datastore-queries run, full scale preferred (as its table).
 fn dq_run(data: &Path) -> Result<Option<dataset::Run>> {
-    for scale in ["full", "quick"] {
-        if let Some(d) = dataset::latest_run(data, crate::reports::datastore_queries::REPORT.dataset(), scale)? {
-            return Ok(Some(dataset::load_run(&d)?));
-        }
-    }
-    Ok(None)
+    dataset::best_run(data, crate::report::datastore_queries::REPORT.dataset())?
+        .map(|(_, d)| dataset::load_run(&d))
+        .transpose()
 }
 
 /// Builds `paper/build/main.pdf`: converts every figure SVG to PDF
@@ -178,9 +179,8 @@ fn dq_run(data: &Path) -> Result<Option<dataset::Run>> {
 pub fn build(root: &Path) -> Result<PathBuf> {
     let paper = root.join("paper");
     let out = paper.join("build");
-    for scale_dir in ["", "full"] {
-        let src = root.join("figures").join(scale_dir);
-        let dst = out.join("figures").join(scale_dir);
+    for scale in Scale::ALL {
+        let (src, dst) = (scale.dir(root, "figures"), scale.dir(&out, "figures"));
         std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
         // Stale conversions would outlive their SVG: start from none.
         for e in std::fs::read_dir(&dst).with_context(|| format!("listing {}", dst.display()))?.flatten() {

@@ -2,10 +2,10 @@
 //! codec-speed cells than the system build, from one run.
 
 use super::Report;
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, display_name, median, ratio, select, source_of, Table};
-use anyhow::{Context, Result};
+use crate::report::tables::{dash, display_name, median, ratio, select, source_of, Table};
+use anyhow::Result;
 use probe::registry;
 
 pub const REPORT: Report = Report::of(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
@@ -47,7 +47,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     Ok(Table {
         name: "instrumentation-cost",
         caption: format!(

@@ -2,10 +2,10 @@
 //! decode apart, per payload (exact in the dhat build).
 
 use super::Report;
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, opt_count, select, source_of, Table};
-use anyhow::{Context, Result};
+use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, opt_count, select, source_of, Table};
+use anyhow::Result;
 use probe::registry;
 
 pub const REPORT: Report = Report::of(registry::ALLOC_PROFILE, alloc_profile, None);
@@ -42,7 +42,7 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     Ok(Table {
         name: "alloc-profile",
         caption: format!(

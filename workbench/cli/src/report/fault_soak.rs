@@ -4,9 +4,9 @@
 //! and the server's peak RSS against the warm-up peak plus the answer budget.
 
 use super::{values, Report};
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -50,9 +50,8 @@ fn table(run: &Run) -> Result<Table> {
             verdict.to_string(),
         ]);
     }
-    let s = run.manifest.spec.scale(&run.manifest.scale);
-    let param =
-        |k: &str| s.and_then(|s| s.params.get(k)).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
+    let s = run.manifest.spec.scale(run.manifest.scale);
+    let param = |k: &str| s.params.get(k).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
     Ok(Table {
         name: REPORT.name,
         caption: format!(

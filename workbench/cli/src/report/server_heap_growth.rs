@@ -5,10 +5,10 @@
 //! against queries (log–log), one line per workload (dhat build).
 
 use super::Report;
-use crate::dataset::Run;
-use crate::figures::{extent, write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, select, source_of, Table};
+use crate::report::figures::{extent, write_both, Chart, Line};
+use crate::report::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 pub const REPORT: Report = Report::of(registry::SERVER_HEAP_GROWTH, table, Some(figure));
 
 fn workloads(run: &Run) -> Vec<String> {
-    let s = run.manifest.spec.scale(&run.manifest.scale);
-    s.and_then(|s| s.params.get("workloads"))
+    let s = run.manifest.spec.scale(run.manifest.scale);
+    s.params
+        .get("workloads")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_else(|| vec!["ping".into(), "mix".into()])
 }
@@ -28,7 +29,7 @@ fn series(run: &Run, w: &str, variant: &str, col: &str) -> Result<Vec<(f64, f64)
     if df.height() == 0 || df.column(col).is_err() {
         return Ok(Vec::new());
     }
-    let q = crate::tables::floats(&df, "queries")?;
+    let q = crate::report::tables::floats(&df, "queries")?;
     let c = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
     Ok(q.into_iter().zip(c.f64()?.iter()).filter_map(|(x, y)| Some((x, y?))).collect())
 }
@@ -45,7 +46,7 @@ fn per_query(points: &[(f64, f64)]) -> Option<f64> {
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for w in workloads(run) {
-        for v in run.manifest.spec.variants_at(&run.manifest.scale) {
+        for v in run.manifest.spec.variants_at(run.manifest.scale) {
             let last = |col: &str| -> Result<Option<f64>> { Ok(series(run, &w, v, col)?.last().map(|p| p.1)) };
             let n = series(run, &w, v, "rss_bytes")?.last().map_or(0.0, |p| p.0);
             if n == 0.0 {
@@ -69,9 +70,8 @@ fn table(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = run.manifest.spec.scale(&run.manifest.scale);
-    let rows_param =
-        s.and_then(|s| s.params.get("rows")).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
+    let s = run.manifest.spec.scale(run.manifest.scale);
+    let rows_param = s.params.get("rows").and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
     Ok(Table {
         name: REPORT.name,
         caption: format!(

@@ -7,10 +7,10 @@
 //! connections (log x; log y when ClickHouse is in it).
 
 use super::{distinct_u64, median, values, Report};
-use crate::dataset::Run;
-use crate::figures::{extent, write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, source_of, Table};
+use crate::report::figures::{extent, write_both, Chart, Line};
+use crate::report::tables::{dash, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
     };
     let mut out = Vec::new();
     for s in servers {
-        for v in run.manifest.spec.variants_at(&run.manifest.scale) {
+        for v in run.manifest.spec.variants_at(run.manifest.scale) {
             out.push((s.clone(), v.clone()));
         }
     }
@@ -48,7 +48,7 @@ fn server_name(server: &str, variant: &str) -> String {
 /// The first text value of `col` among the clickhouse records of `kind`-less
 /// steps or its peer record (`None` when absent).
 fn clickhouse_text(run: &Run, filters: &[(&str, &str)], col: &str) -> Option<String> {
-    let df = crate::tables::select(&run.records, filters, &[]).ok()?;
+    let df = crate::report::tables::select(&run.records, filters, &[]).ok()?;
     let text = df.column(col).ok()?.str().ok()?.iter().flatten().next().map(str::to_string);
     text
 }
@@ -57,7 +57,7 @@ fn clickhouse_text(run: &Run, filters: &[(&str, &str)], col: &str) -> Option<Str
 /// stopped, or why it did not run.
 fn peer_note(run: &Run) -> String {
     let peer = [("server", "clickhouse"), ("kind", "peer")];
-    if crate::tables::select(&run.records, &peer, &[]).map_or(true, |d| d.height() == 0) {
+    if crate::report::tables::select(&run.records, &peer, &[]).map_or(true, |d| d.height() == 0) {
         return String::new();
     }
     if let Some(reason) = clickhouse_text(run, &peer, "reason") {
@@ -96,7 +96,7 @@ fn peer_note(run: &Run) -> String {
 
 /// Whether the run measured ClickHouse over its native protocol too.
 fn has_native(run: &Run) -> bool {
-    crate::tables::select(&run.records, &[("server", "clickhouse-native")], &[]).is_ok_and(|d| d.height() > 0)
+    crate::report::tables::select(&run.records, &[("server", "clickhouse-native")], &[]).is_ok_and(|d| d.height() > 0)
 }
 
 /// Median over repetitions of `col` at `n` connections.
@@ -131,7 +131,7 @@ fn table(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let reps = run.manifest.spec.scale(&run.manifest.scale).map_or(1, |s| s.repetitions);
+    let reps = run.manifest.spec.scale(run.manifest.scale).repetitions;
     Ok(Table {
         name: REPORT.name,
         caption: format!(

@@ -7,11 +7,11 @@
 //! p50 … p99.99), one line per stack.
 
 use super::Report;
-use crate::dataset::Run;
-use crate::figures::{write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, display_name, floats, ratio, select, source_of, Table};
-use anyhow::{Context, Result};
+use crate::report::figures::{write_both, Chart, Line};
+use crate::report::tables::{dash, display_name, floats, ratio, select, source_of, Table};
+use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
@@ -39,13 +39,13 @@ pub const OPEN: Report = Report::of(
 
 /// The open loop's request rate (per second) from the run's spec.
 fn open_rate(run: &Run) -> Option<f64> {
-    let s = run.manifest.spec.scale(&run.manifest.scale)?;
+    let s = run.manifest.spec.scale(run.manifest.scale);
     s.params.get("rate").and_then(|v| v.as_f64())
 }
 
 /// The core the run pinned client and server to (`params.pin_core`).
 fn pin_core(run: &Run) -> Option<u64> {
-    let s = run.manifest.spec.scale(&run.manifest.scale)?;
+    let s = run.manifest.spec.scale(run.manifest.scale);
     s.params.get("pin_core").and_then(|v| v.as_u64())
 }
 
@@ -124,7 +124,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     let mode = mode_text(run, name);
     Ok(Table {
         name,
@@ -209,7 +209,7 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<Pa
     let chart = Chart {
         title: format!(
             "Round-trip latency over loopback, {mode} ({}, {})",
-            spec.variants_at(&run.manifest.scale).join(", "),
+            spec.variants_at(run.manifest.scale).join(", "),
             run.manifest.run_id
         ),
         x_desc: "percentile of round trips (log tail axis)",
@@ -228,7 +228,7 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<Pa
 /// caption says whether the timed build carried jemalloc's statistics.
 fn builds(run: &Run) -> String {
     let m = &run.manifest;
-    let each = m.spec.variants_at(&m.scale).iter().map(|v| match m.allocators.get(v) {
+    let each = m.spec.variants_at(m.scale).iter().map(|v| match m.allocators.get(v) {
         Some(a) => format!("{v}, {a}"),
         None => v.clone(),
     });

@@ -1,6 +1,7 @@
 //! Records ↔ polars frames ↔ Parquet, manifests, and finding runs on disk.
 
-use crate::manifest::Manifest;
+use crate::data::manifest::Manifest;
+use crate::spec::Scale;
 use anyhow::{bail, Context, Result};
 use polars::prelude::{Column, DataFrame, ParquetReader, ParquetWriter, SerReader};
 use serde_json::Value;
@@ -195,7 +196,7 @@ pub fn load_run(dir: &Path) -> Result<Run> {
 
 /// The finished runs of `experiment` at `scale` under `data`, oldest first
 /// (run ids sort by time); none if the experiment has no directory.
-pub fn runs(data: &Path, experiment: &str, scale: &str) -> Result<Vec<PathBuf>> {
+pub fn runs(data: &Path, experiment: &str, scale: Scale) -> Result<Vec<PathBuf>> {
     let dir = data.join(experiment);
     if !dir.exists() {
         return Ok(Vec::new());
@@ -212,8 +213,20 @@ pub fn runs(data: &Path, experiment: &str, scale: &str) -> Result<Vec<PathBuf>> 
 }
 
 /// The newest finished run of `experiment` at `scale` under `data`, if any.
-pub fn latest_run(data: &Path, experiment: &str, scale: &str) -> Result<Option<PathBuf>> {
+pub fn latest_run(data: &Path, experiment: &str, scale: Scale) -> Result<Option<PathBuf>> {
     Ok(runs(data, experiment, scale)?.pop())
+}
+
+/// The run a reader shows for `experiment`: the newest at the largest
+/// scale that has one (full, else quick), with its scale. The paper, its
+/// macros and the claims all choose through here, so they show one run.
+pub fn best_run(data: &Path, experiment: &str) -> Result<Option<(Scale, PathBuf)>> {
+    for scale in Scale::PREFERRED {
+        if let Some(d) = latest_run(data, experiment, scale)? {
+            return Ok(Some((scale, d)));
+        }
+    }
+    Ok(None)
 }
 
 /// Replaces `to` by `from` in one rename, so readers see a whole run or none.

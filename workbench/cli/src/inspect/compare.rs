@@ -3,7 +3,7 @@
 //! Two kinds of figure, two rules, as the workbench measures them:
 //! - Allocation counts and bytes of the dhat build are exact and repeat
 //!   exactly, so any difference is a change: listed per cell, with the
-//!   allocation sites that moved (from the cells' traces, [`crate::trace::diff`]).
+//!   allocation sites that moved (from the cells' traces, [`crate::inspect::trace::diff`]).
 //! - Timings vary, so they are compared like Go's benchstat: per cell the
 //!   median with a 95% confidence interval (order statistics, no normality
 //!   assumed), the change of the median, and a two-sided Mann–Whitney U test
@@ -16,8 +16,8 @@
 //! Cells are matched by the key columns the records carry (codec, payload,
 //! variant, and the experiment's own: implementation, op, phase, kind).
 
-use crate::dataset::Run;
-use crate::trace::{self, Trace};
+use crate::data::dataset::Run;
+use crate::inspect::trace::{self, Trace};
 use anyhow::{bail, Context, Result};
 use polars::prelude::{DataFrame, DataType};
 use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
@@ -428,8 +428,12 @@ pub fn batch_medians(v: &[f64], k: usize) -> Vec<f64> {
 
 /// The runs to compare: two paths, or an experiment name (its latest two
 /// runs at `scale`), or one path (against the run before it).
-pub fn resolve(data: &Path, args: &[String], scale: &str) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
-    let runs_of = |exp: &str| crate::dataset::runs(data, exp, scale);
+pub fn resolve(
+    data: &Path,
+    args: &[String],
+    scale: crate::spec::Scale,
+) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let runs_of = |exp: &str| crate::data::dataset::runs(data, exp, scale);
     match args {
         [a, b] => Ok((a.into(), b.into())),
         [one] if Path::new(one).join("manifest.json").exists() => {
@@ -520,7 +524,7 @@ mod tests {
     /// A run of a made-up experiment: dhat records with `allocs`, system
     /// records with `ns`.
     fn run(name: &str, allocs: &[u64], ns: &[f64]) -> Run {
-        let manifest: crate::manifest::Manifest = serde_json::from_value(serde_json::json!({
+        let manifest: crate::data::manifest::Manifest = serde_json::from_value(serde_json::json!({
             "experiment": "toy", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
             "rustc": "r", "profile": "release", "features": {}, "allocators": {}, "cpu_model": "c", "cores": 2,
             "kernel": "k", "date": "d", "command_line": [], "spec_path": "s",
@@ -542,7 +546,7 @@ mod tests {
         Run {
             dir: std::path::PathBuf::from(name),
             manifest,
-            records: crate::dataset::frame_from_records(&records).unwrap(),
+            records: crate::data::dataset::frame_from_records(&records).unwrap(),
         }
     }
 

@@ -4,18 +4,11 @@
 //! processes around the run are written into the manifest.
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A process that used more than [`BUSY_SHARE`] of one core during a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BusyProcess {
-    pub pid: u32,
-    pub name: String,
-    /// Share of one core over the run, percent.
-    pub cpu_percent: f64,
-}
+pub use crate::data::manifest::BusyProcess;
 
 /// BUSY_SHARE = 10 %: a process above it competed with the measurement for
 /// one of the 2 cores noticeably enough to show in timings.
@@ -76,7 +69,7 @@ pub fn diff(root: &Path) -> Result<String> {
 
 /// Refuses a measurement on a dirty tree unless allowed.
 pub fn check_clean(root: &Path, allow_dirty: bool) -> Result<bool> {
-    let (_, dirty) = crate::host::git_state(root);
+    let (_, dirty) = crate::data::host::git_state(root);
     if dirty && !allow_dirty {
         bail!(
             "the working tree at {} has uncommitted changes: a dataset from it reproduces from no commit. \
@@ -129,7 +122,12 @@ impl MeasureLock {
         }
         file.set_len(0)?;
         file.rewind()?;
-        writeln!(file, "pid {}, {what}, since {}", std::process::id(), crate::host::iso_date(crate::host::now_secs()))?;
+        writeln!(
+            file,
+            "pid {}, {what}, since {}",
+            std::process::id(),
+            crate::data::host::iso_date(crate::data::host::now_secs())
+        )?;
         Ok(MeasureLock { _file: file, path })
     }
 
@@ -143,7 +141,7 @@ impl MeasureLock {
 /// stale steps (seen: an old BOLT invocation, its failure recorded in a
 /// dataset stamped with the new revision).
 pub fn check_self(root: &Path) -> anyhow::Result<()> {
-    let (rev, _) = crate::manifest::git_state(root);
+    let (rev, _) = crate::data::host::git_state(root);
     if probe::GIT_REVISION != rev {
         anyhow::bail!(
             "this workbench was built from revision {}, but the tree is at {rev}; rebuild it first \

@@ -3,9 +3,9 @@
 //! and the engine process's RSS after the mix and at its peak.
 
 use super::{distinct_u64, median, values, Report};
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 

@@ -4,15 +4,14 @@
 //! same bytes.
 //!
 //! This module holds what every report shares: [`Table`] and its
-//! rendering, row selection and summaries, cell formats, [`compute`] and
-//! [`write_all`] (which walk [`crate::reports::REPORTS`]); each
-//! experiment's own table is in its file under [`crate::reports`].
+//! rendering, row selection and summaries, cell formats. Each experiment's
+//! own table is in its file under [`crate::report`], which also walks them
+//! all ([`crate::report::compute_tables`], [`crate::report::write_tables`]).
 
-use crate::dataset::{self, Run};
+use crate::data::dataset::Run;
 use crate::fmt;
 use anyhow::{Context, Result};
 use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType, NamedFrom, Series};
-use std::path::{Path, PathBuf};
 
 /// A computed table, rendered to both formats.
 pub struct Table {
@@ -228,64 +227,6 @@ impl Table {
         }
         s
     }
-}
-
-/// Loads the newest run of each experiment at `scale` and computes every table.
-pub fn compute(data: &Path, scale: &str) -> Result<Vec<Table>> {
-    let mut tables = Vec::new();
-    for r in crate::reports::REPORTS {
-        if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
-            let run = dataset::load_run(&dir)?;
-            tables.push((r.table)(&run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
-        }
-    }
-    for t in &mut tables {
-        if t.rows.iter().any(|r| r.first().is_some_and(|n| n.ends_with('*'))) {
-            t.caption.push(' ');
-            t.caption.push_str(IDIOMS);
-        }
-    }
-    Ok(tables)
-}
-
-/// Where the outputs of a scale go: quick-scale ones at `base`, the others in
-/// a subfolder named after the scale, so a full run never overwrites the
-/// quick suite's tables and figures (the paper includes both).
-pub fn scale_dir(root: &Path, base: &str, scale: &str) -> PathBuf {
-    match scale {
-        "quick" => root.join(base),
-        other => root.join(base).join(other),
-    }
-}
-
-/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
-/// removes those of experiments without a dataset; the paths written.
-pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<(Vec<Table>, Vec<PathBuf>)> {
-    let tables = compute(data, scale)?;
-    let dir = scale_dir(root, "paper/generated", scale);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    for t in &tables {
-        for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
-            let path = dir.join(format!("{}.{ext}", t.name));
-            dataset::write_atomic(&path, text.as_bytes())?;
-            written.push(path);
-        }
-    }
-    // A table whose dataset is gone must not outlive it: the paper would
-    // print its numbers as if measured.
-    for exp in crate::reports::REPORTS.iter().map(|r| r.name) {
-        if tables.iter().any(|t| t.name == exp) {
-            continue;
-        }
-        for ext in ["tex", "md"] {
-            let stale = dir.join(format!("{exp}.{ext}"));
-            if stale.exists() {
-                std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
-            }
-        }
-    }
-    Ok((tables, written))
 }
 
 #[cfg(test)]

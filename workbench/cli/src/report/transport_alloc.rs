@@ -2,10 +2,10 @@
 //! split into client, server and other threads (dhat build).
 
 use super::Report;
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
-use anyhow::{Context, Result};
+use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
+use anyhow::Result;
 use probe::registry;
 
 pub const REPORT: Report = Report::of(registry::TRANSPORT_ALLOC, transport_alloc, None);
@@ -33,7 +33,7 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     Ok(Table {
         name: "transport-alloc",
         caption: format!(

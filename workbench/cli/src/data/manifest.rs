@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub struct Manifest {
     pub experiment: String,
     pub run_id: String,
-    pub scale: String,
+    pub scale: crate::spec::Scale,
     pub git_revision: String,
     pub git_dirty: bool,
     pub rustc: String,
@@ -40,14 +40,24 @@ pub struct Manifest {
     pub load_after: Option<[f64; 3]>,
     /// Other processes that used more than 10 % of a core during the run.
     #[serde(default)]
-    pub busy_processes: Vec<crate::provenance::BusyProcess>,
+    pub busy_processes: Vec<BusyProcess>,
     /// With `--allow-dirty` on a dirty tree: the file in the dataset holding
     /// `git diff HEAD`, the code the revision does not say.
     #[serde(default)]
     pub dirty_diff: Option<String>,
 }
 
-pub use crate::host::*;
+/// A process that used more than `run::provenance::BUSY_SHARE` of one core
+/// during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusyProcess {
+    pub pid: u32,
+    pub name: String,
+    /// Share of one core over the run, percent.
+    pub cpu_percent: f64,
+}
+
+pub use crate::data::host::*;
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,7 @@
 //! Text in PNGs uses DejaVu Sans embedded in the binary (the `dejavu`
 //! crate), so figures render the same on a machine without system fonts.
 
-use crate::dataset;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -169,21 +168,6 @@ pub(crate) fn write_pair(
         draw_lines(r, right.0, right.1, 2.0)?;
     }
     Ok(vec![svg, png])
-}
-
-/// Regenerates every figure from the newest runs at `scale` into
-/// `figures/[<scale>/]`; the files written.
-pub fn write_all(root: &Path, data: &Path, scale: &str) -> Result<Vec<PathBuf>> {
-    register_font()?;
-    let dir = crate::tables::scale_dir(root, "figures", scale);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    for r in crate::reports::REPORTS {
-        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.dataset(), scale)?) else { continue };
-        let run = dataset::load_run(&run_dir)?;
-        written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
-    }
-    Ok(written)
 }
 
 #[cfg(test)]

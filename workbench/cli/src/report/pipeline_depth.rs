@@ -5,10 +5,10 @@
 //! Figure: chain time against depth (log–log), one line per mode × delay.
 
 use super::{distinct_u64, median, ratio_range, values, Report};
-use crate::dataset::Run;
-use crate::figures::{extent, write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, source_of, Table};
+use crate::report::figures::{extent, write_both, Chart, Line};
+use crate::report::tables::{dash, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -56,7 +56,7 @@ fn table(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let runs = run.manifest.spec.scale(&run.manifest.scale).and_then(|s| s.params.get("runs").cloned());
+    let runs = run.manifest.spec.scale(run.manifest.scale).params.get("runs").cloned();
     Ok(Table {
         name: REPORT.name,
         caption: format!(
@@ -70,7 +70,7 @@ fn table(run: &Run) -> Result<Table> {
              request-response time at depth 1 and s the slope of the pipelined time over depth, both from this \
              run at this delay{}; \"of ideal\" is the measured speedup ÷ that.",
             runs.map_or_else(|| "the".into(), |r| r.to_string()),
-            run.manifest.spec.scale(&run.manifest.scale).map_or(1, |s| s.repetitions),
+            run.manifest.spec.scale(run.manifest.scale).repetitions,
             steps_text(run)?
         ),
         header: vec![

@@ -6,10 +6,10 @@
 //! and client count, at every core and at one thread each.
 
 use super::{distinct_u64, median, ratio_range, values, Report};
-use crate::dataset::Run;
-use crate::figures::{extent, write_both, Chart, Line};
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, source_of, Table};
+use crate::report::figures::{extent, write_both, Chart, Line};
+use crate::report::tables::{dash, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ pub const REPORT: Report = Report::of(registry::THROUGHPUT, table, Some(figure))
 
 /// The (engine, query) pairs of the run, in first-seen order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {
-    let q = crate::tables::select(&run.records, &[("kind", "query")], &[])?;
+    let q = crate::report::tables::select(&run.records, &[("kind", "query")], &[])?;
     let mut out: Vec<(String, String)> = Vec::new();
     for (e, name) in q.column("engine")?.str()?.iter().zip(q.column("query")?.str()?.iter()) {
         if let (Some(e), Some(name)) = (e, name) {
@@ -45,7 +45,9 @@ fn engine_name(engine: &str) -> String {
 
 /// What the run says of its peer: its version, how it ran, or why it did not.
 fn peer_note(run: &Run) -> Result<String> {
-    let Ok(df) = crate::tables::select(&run.records, &[("kind", "peer")], &[]) else { return Ok(String::new()) };
+    let Ok(df) = crate::report::tables::select(&run.records, &[("kind", "peer")], &[]) else {
+        return Ok(String::new());
+    };
     if df.height() == 0 {
         return Ok(" No peer was configured for this run.".into());
     }
@@ -112,8 +114,8 @@ fn table(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = run.manifest.spec.scale(&run.manifest.scale);
-    let param = |k: &str| s.and_then(|s| s.params.get(k)).map_or_else(|| "?".into(), |v| v.to_string());
+    let s = run.manifest.spec.scale(run.manifest.scale);
+    let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());
     Ok(Table {
         name: REPORT.name,
         caption: format!(
@@ -126,7 +128,7 @@ fn table(run: &Run) -> Result<Table> {
             param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
             param("seconds"),
             param("rounds").parse::<u64>().unwrap_or(1),
-            s.map_or(1, |s| s.repetitions),
+            s.repetitions,
             peer_note(run)?,
         ),
         header: vec![
@@ -246,8 +248,9 @@ fn versus(run: &Run) -> Result<Table> {
     let rows_param = run
         .manifest
         .spec
-        .scale(&run.manifest.scale)
-        .and_then(|s| s.params.get("rows"))
+        .scale(run.manifest.scale)
+        .params
+        .get("rows")
         .and_then(|v| v.as_u64())
         .map_or_else(|| "?".into(), fmt::thousands);
     let n_rounds = rounds.iter().flatten().count().max(1);
@@ -285,7 +288,7 @@ fn run_queries(run: &Run) -> Result<Run> {
     Ok(Run {
         dir: run.dir.clone(),
         manifest: run.manifest.clone(),
-        records: crate::tables::select(&run.records, &[("kind", "query")], &[])?,
+        records: crate::report::tables::select(&run.records, &[("kind", "query")], &[])?,
     })
 }
 

@@ -6,7 +6,10 @@
 //! REPORT = Report::of(registry::X, table, figure)`) and list it in [`REPORTS`].
 //!
 //! # Layout
-//! - [`Report`], [`REPORTS`]: the registry.
+//! - [`Report`], [`REPORTS`]: each registered dataset's table and figure;
+//!   [`compute_tables`], [`write_tables`], [`write_figures`] walk them.
+//! - [`tables`]: [`Table`], its LaTeX and Markdown, row selection and cell
+//!   formats; [`figures`]: plotters charts (SVG and PNG).
 //! - The codecs' and transports' reports: [`alloc_profile`], [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
 //!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
@@ -14,14 +17,18 @@
 //!   [`datastore_queries`], [`fault_soak`], [`io_wakeup`], [`pipeline_depth`], [`server_heap_growth`],
 //!   [`throughput`] (two: the run, and ours beside ClickHouse).
 //! - Shared query helpers here ([`values`], [`distinct_u64`], [`median`]) and
-//!   in [`crate::tables`] (selection, summaries, cells, rendering);
-//!   drawing in [`crate::figures`].
+//!   in [`crate::report::tables`] (selection, summaries, cells, rendering);
+//!   drawing in [`crate::report::figures`].
 
-use crate::dataset::Run;
-use crate::tables::{self, Table};
-use anyhow::Result;
+use crate::data::dataset::{self, Run};
+use crate::spec::Scale;
+use anyhow::{Context, Result};
 use probe::registry::Experiment;
 use std::path::{Path, PathBuf};
+use tables::Table;
+
+pub mod figures;
+pub mod tables;
 
 pub mod alloc_profile;
 pub mod build_stages;
@@ -86,6 +93,71 @@ pub const REPORTS: &[Report] = &[
     throughput::REPORT,
     throughput::VERSUS,
 ];
+
+/// Loads the newest run of each report's dataset at `scale` and computes
+/// every table.
+pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
+    let mut out = Vec::new();
+    for r in REPORTS {
+        if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
+            let run = dataset::load_run(&dir)?;
+            out.push((r.table)(&run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
+        }
+    }
+    for t in &mut out {
+        if t.rows.iter().any(|r| r.first().is_some_and(|n| n.ends_with('*'))) {
+            t.caption.push(' ');
+            t.caption.push_str(tables::IDIOMS);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
+/// removes those of experiments without a dataset; the tables and the paths
+/// written.
+pub fn write_tables(root: &Path, data: &Path, scale: Scale) -> Result<(Vec<Table>, Vec<PathBuf>)> {
+    let tables = compute_tables(data, scale)?;
+    let dir = scale.dir(root, "paper/generated");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    for t in &tables {
+        for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
+            let path = dir.join(format!("{}.{ext}", t.name));
+            dataset::write_atomic(&path, text.as_bytes())?;
+            written.push(path);
+        }
+    }
+    // A table whose dataset is gone must not outlive it: the paper would
+    // print its numbers as if measured.
+    for exp in REPORTS.iter().map(|r| r.name) {
+        if tables.iter().any(|t| t.name == exp) {
+            continue;
+        }
+        for ext in ["tex", "md"] {
+            let stale = dir.join(format!("{exp}.{ext}"));
+            if stale.exists() {
+                std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
+            }
+        }
+    }
+    Ok((tables, written))
+}
+
+/// Regenerates every figure from the newest runs at `scale` into
+/// `figures/[<scale>/]`; the files written.
+pub fn write_figures(root: &Path, data: &Path, scale: Scale) -> Result<Vec<PathBuf>> {
+    figures::register_font()?;
+    let dir = scale.dir(root, "figures");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    for r in REPORTS {
+        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.dataset(), scale)?) else { continue };
+        let run = dataset::load_run(&run_dir)?;
+        written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
+    }
+    Ok(written)
+}
 
 /// Values of column `col` in rows matching the filters, as floats.
 pub(crate) fn values(run: &Run, text: &[(&str, &str)], nums: &[(&str, u64)], col: &str) -> Result<Vec<f64>> {

@@ -5,9 +5,9 @@
 //! rounds with its range, and beside the "off" row the ratio on ÷ off.
 
 use super::{distinct_u64, median, ratio_range, values, Report};
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{dash, source_of, Table};
+use crate::report::tables::{dash, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -79,10 +79,9 @@ fn table(run: &Run) -> Result<Table> {
             ratio_range(&per_round("cpu", None, on, off, "cpu_per_s")?),
         ]);
     }
-    let s = run.manifest.spec.scale(&run.manifest.scale);
+    let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| {
-        s.and_then(|s| s.params.get(k))
-            .map_or_else(|| "?".into(), |v| v.as_u64().map_or_else(|| v.to_string(), fmt::thousands))
+        s.params.get(k).map_or_else(|| "?".into(), |v| v.as_u64().map_or_else(|| v.to_string(), fmt::thousands))
     };
     Ok(Table {
         name: REPORT.name,

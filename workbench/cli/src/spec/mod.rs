@@ -1,4 +1,17 @@
-//! Experiment specs: one TOML file per experiment in `experiments/`.
+//! Experiment specs: one TOML file per experiment in `experiments/`, the
+//! scales they run at, and the build variants they may name. This is the
+//! lowest floor of the CLI: a manifest records the spec it ran.
+//!
+//! # Layout
+//! - [`Spec`], [`Settings`]: a spec file and one scale's settings; validated
+//!   against [`probe::registry`] and [`variants`].
+//! - [`Scale`]: quick or full.
+//! - [`variants`]: the build variants, defined once.
+
+pub mod scale;
+pub mod variants;
+
+pub use scale::Scale;
 
 pub use probe::registry::Target;
 use probe::registry::{self, Over};
@@ -145,7 +158,7 @@ impl Spec {
             }
         }
         self.validate_variants(path)?;
-        for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
+        for (name, s) in Scale::ALL.map(|x| (x.name(), self.scale(x))) {
             if s.messages == 0 {
                 return bad(&format!("{name}.messages"), "must be at least 1".into());
             }
@@ -161,20 +174,22 @@ impl Spec {
 
     fn validate_variants(&self, path: &Path) -> Result<(), SpecError> {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
-        let lists = [("variants".to_string(), Some(&self.variants))].into_iter().chain(
-            [("quick", &self.quick), ("full", &self.full)].map(|(n, s)| (format!("{n}.variants"), s.variants.as_ref())),
-        );
+        let lists = [("variants".to_string(), Some(&self.variants))]
+            .into_iter()
+            .chain(Scale::ALL.map(|x| (format!("{x}.variants"), self.scale(x).variants.as_ref())));
         for (key, list) in lists {
             let Some(list) = list else { continue };
             if list.is_empty() {
                 return bad(&key, "list at least one build variant".into());
             }
             for v in list {
-                let known = crate::variants::names();
+                let known = crate::spec::variants::names();
                 if !known.contains(&v.as_str()) {
                     return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
                 }
-                if registry::find(self.dataset()).is_some_and(|e| e.timed()) && crate::variants::counts_allocations(v) {
+                if registry::find(self.dataset()).is_some_and(|e| e.timed())
+                    && crate::spec::variants::counts_allocations(v)
+                {
                     return bad(
                         &key,
                         format!(
@@ -186,7 +201,7 @@ impl Spec {
                 }
             }
         }
-        for (name, s) in [("quick", &self.quick), ("full", &self.full)] {
+        for (name, s) in Scale::ALL.map(|x| (x.name(), self.scale(x))) {
             if s.repetitions == 0 {
                 return bad(&format!("{name}.repetitions"), "must be at least 1".into());
             }
@@ -194,17 +209,16 @@ impl Spec {
         Ok(())
     }
 
-    /// The build variants run at the named scale: its own list, or the spec's.
-    pub fn variants_at(&self, scale: &str) -> &[String] {
-        self.scale(scale).and_then(|s| s.variants.as_deref()).unwrap_or(&self.variants)
+    /// The build variants run at `scale`: its own list, or the spec's.
+    pub fn variants_at(&self, scale: Scale) -> &[String] {
+        self.scale(scale).variants.as_deref().unwrap_or(&self.variants)
     }
 
-    /// The settings of the named scale (`quick` or `full`).
-    pub fn scale(&self, name: &str) -> Option<&Settings> {
-        match name {
-            "quick" => Some(&self.quick),
-            "full" => Some(&self.full),
-            _ => None,
+    /// The settings of `scale`.
+    pub fn scale(&self, scale: Scale) -> &Settings {
+        match scale {
+            Scale::Quick => &self.quick,
+            Scale::Full => &self.full,
         }
     }
 }
@@ -241,8 +255,7 @@ mod tests {
         let s = Spec::parse(GOOD, Path::new("x.toml")).unwrap();
         assert_eq!(s.codecs, ["zap", "json-rpc"]);
         assert_eq!((s.quick.repetitions, s.quick.warmup, s.seed), (1, 0, 42));
-        assert_eq!(s.scale("full").unwrap().repetitions, 3);
-        assert!(s.scale("huge").is_none());
+        assert_eq!(s.scale(Scale::Full).repetitions, 3);
     }
 
     #[test]
@@ -304,7 +317,10 @@ mod tests {
         // A scale may build other variants than the spec's.
         let quick = text.replace("[quick.params]", "[quick]\nvariants = [\"o3\"]\n[quick.params]");
         let q = Spec::parse(&quick, Path::new("c.toml")).unwrap();
-        assert_eq!((q.variants_at("quick"), q.variants_at("full")), (&["o3".to_string()][..], &q.variants[..]));
+        assert_eq!(
+            (q.variants_at(Scale::Quick), q.variants_at(Scale::Full)),
+            (&["o3".to_string()][..], &q.variants[..])
+        );
         for (bad, why) in [("[]", "at least one"), ("[\"o4\"]", "o4")] {
             let e = Spec::parse(&quick.replace("[\"o3\"]", bad), Path::new("c.toml")).unwrap_err().to_string();
             assert!(e.contains("key `quick.variants`") && e.contains(why), "{e}");

@@ -18,122 +18,10 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::spec::variants::{get, Variant, PROFILE, VARIANTS};
 use probe::registry::Target;
 
 /// The cargo profile every variant starts from.
-pub const PROFILE: &str = "release";
-
-/// One way of building a target.
-pub struct Variant {
-    pub name: &'static str,
-    /// Cargo features that select the allocator.
-    pub features: &'static [&'static str],
-    pub allocator: &'static str,
-    /// Cargo profile settings, as `CARGO_PROFILE_RELEASE_*` variables.
-    pub profile_env: &'static [(&'static str, &'static str)],
-    /// Profile-guided: instrumented build, training run, merge, rebuild.
-    pub pgo: bool,
-    /// BOLT after linking, trained on the same workload.
-    pub bolt: bool,
-}
-
-const FAT_LTO: &[(&str, &str)] = &[("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")];
-const GLIBC: &str = "system (glibc malloc)";
-
-/// Every variant a spec may name.
-/// NOTE: the dhat build carries full debug info because with line tables
-/// only, an inlined frame resolves to its bare name (`new`, `alloc`) and a
-/// trace cannot say which crate or type a site belongs to.
-pub const VARIANTS: &[Variant] = &[
-    Variant {
-        name: "dhat",
-        features: &["dhat"],
-        allocator: "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
-        profile_env: &[("CARGO_PROFILE_RELEASE_DEBUG", "limited")],
-        pgo: false,
-        bolt: false,
-    },
-    Variant {
-        name: "jemalloc",
-        features: &["jemalloc"],
-        allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
-        profile_env: &[],
-        pgo: false,
-        bolt: false,
-    },
-    Variant {
-        name: "jemalloc-plain",
-        features: &["jemalloc-plain"],
-        allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats compiled out)",
-        profile_env: &[],
-        pgo: false,
-        bolt: false,
-    },
-    Variant { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
-    // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
-    Variant { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
-    Variant {
-        name: "thinlto",
-        features: &[],
-        allocator: GLIBC,
-        profile_env: &[("CARGO_PROFILE_RELEASE_LTO", "thin")],
-        pgo: false,
-        bolt: false,
-    },
-    Variant { name: "fatlto", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: false, bolt: false },
-    Variant { name: "pgo", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: false },
-    Variant { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
-];
-
-/// The variant named `name`.
-pub fn get(name: &str) -> Option<&'static Variant> {
-    VARIANTS.iter().find(|v| v.name == name)
-}
-
-/// Every variant's name (for spec validation).
-pub fn names() -> Vec<&'static str> {
-    VARIANTS.iter().map(|v| v.name).collect()
-}
-
-/// Cargo features that select a variant.
-pub fn features(variant: &str) -> &'static [&'static str] {
-    get(variant).map_or(&[], |v| v.features)
-}
-
-/// Whether a variant counts allocations (dhat, or jemalloc with its
-/// statistics), which costs time: `instrumentation-cost` measured jemalloc's
-/// statistics at up to ≈ 1.1× on allocation-heavy cells, dhat at up to 100×.
-pub fn counts_allocations(variant: &str) -> bool {
-    features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc")
-}
-
-/// The allocator a variant links.
-pub fn allocator(variant: &str) -> &'static str {
-    get(variant).map_or(GLIBC, |v| v.allocator)
-}
-
-/// How a variant is built, in words, for the manifest.
-pub fn describe(variant: &str) -> String {
-    let Some(v) = get(variant) else { return "unknown".into() };
-    let mut parts: Vec<String> = vec![format!("profile {PROFILE}")];
-    parts.extend(
-        v.profile_env.iter().map(|(k, val)| format!("{}={val}", k.trim_start_matches("CARGO_PROFILE_RELEASE_"))),
-    );
-    if !v.features.is_empty() {
-        parts.push(format!("features {}", v.features.join(",")));
-    }
-    if v.pgo {
-        parts.push("PGO (trained on the throughput workload, llvm-profdata merge)".into());
-    }
-    if v.bolt {
-        parts.push("BOLT (llvm-bolt, instrumentation-trained on the same workload)".into());
-    }
-    parts.join(", ")
-}
-
-/// The target directory's name for a plain (not profile-guided) variant:
-/// `release` for the plain profile, otherwise the first variant with the
-/// same profile settings, whatever their allocator features.
 fn build_dir(v: &Variant) -> &'static str {
     if v.profile_env.is_empty() {
         return PROFILE;
@@ -394,18 +282,5 @@ mod tests {
         assert_eq!(build_dir(get("fatlto").unwrap()), "fatlto");
         assert_eq!(build_dir(get("thinlto").unwrap()), "thinlto");
         assert_eq!(build_dir(get("dhat").unwrap()), "dhat");
-    }
-
-    #[test]
-    fn variants_are_unique_and_stages_build_up() {
-        let names = names();
-        let mut sorted = names.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), names.len(), "{names:?}");
-        let bolt = get("pgo-bolt").unwrap();
-        assert!(bolt.pgo && bolt.bolt && bolt.profile_env == get("fatlto").unwrap().profile_env);
-        assert!(describe("pgo-bolt").contains("LTO=fat") && describe("pgo-bolt").contains("BOLT"));
-        assert_eq!(features("dhat"), ["dhat"]);
     }
 }

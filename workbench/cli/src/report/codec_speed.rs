@@ -2,12 +2,12 @@
 //! memcpy (the floor) and ZAP measured against itself (the noise).
 
 use super::Report;
-use crate::dataset::Run;
+use crate::data::dataset::Run;
 use crate::fmt;
-use crate::tables::{
+use crate::report::tables::{
     dash, display_name, floats, median, median_ratio, opt_count, ratio, select, source_of, stats, Table,
 };
-use anyhow::{Context, Result};
+use anyhow::Result;
 use polars::prelude::DataFrame;
 use probe::registry;
 
@@ -50,7 +50,7 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
             ]);
         }
     }
-    let s = spec.scale(&run.manifest.scale).context("manifest scale")?;
+    let s = spec.scale(run.manifest.scale);
     Ok(Table {
         name: "codec-speed",
         caption: format!(

@@ -11,10 +11,11 @@
 //! cell's records are written to the run's staging directory at once; a run
 //! that is interrupted and started again reuses them and runs only the rest.
 
-use crate::dataset::{self, Record};
-use crate::manifest::{self, Manifest};
-use crate::spec::{Spec, Target};
-use crate::variants;
+use crate::data::dataset::{self, Record};
+use crate::data::manifest::{self, Manifest};
+use crate::run::build;
+use crate::spec::variants;
+use crate::spec::{Scale, Spec, Target};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use probe::Cell;
@@ -30,7 +31,7 @@ use std::time::Instant;
 pub struct Options {
     pub root: PathBuf,
     pub data: PathBuf,
-    pub scale: String,
+    pub scale: Scale,
     /// Ignore an interrupted run's finished cells and start over.
     pub fresh: bool,
     /// Measure a dirty tree anyway, storing its diff in the dataset.
@@ -54,8 +55,8 @@ pub struct Planned {
 }
 
 /// The cells of `spec` at `scale`, in run order.
-pub fn plan(spec: &Spec, scale: &str) -> Result<Vec<Planned>> {
-    let s = spec.scale(scale).with_context(|| format!("unknown scale {scale:?}; use quick or full"))?;
+pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
+    let s = spec.scale(scale);
     let mut out = Vec::new();
     if spec.target == Target::DatastoreServer {
         for rep in 0..s.repetitions {
@@ -178,7 +179,7 @@ impl Binaries {
         // the run executes its private copies (below).
         let dir = root.join("target/variants");
         let log = dir.join(format!("{name}-{variant}.build.log"));
-        let bin = variants::build(root, &dir, target, variant, &log);
+        let bin = build::build(root, &dir, target, variant, &log);
         sp.finish_and_clear();
         let bin = bin?;
         let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
@@ -216,10 +217,10 @@ pub fn run_spec(
     multi: &MultiProgress,
 ) -> Result<Outcome> {
     let start = Instant::now();
-    let cells = plan(spec, &opts.scale)?;
+    let cells = plan(spec, opts.scale)?;
     let (rev, dirty) = manifest::git_state(&opts.root);
-    crate::provenance::check_clean(&opts.root, opts.allow_dirty)?;
-    let (load_before, ticks_before) = (crate::provenance::load_average(), crate::provenance::cpu_ticks());
+    crate::run::provenance::check_clean(&opts.root, opts.allow_dirty)?;
+    let (load_before, ticks_before) = (crate::run::provenance::load_average(), crate::run::provenance::cpu_ticks());
     let exp_dir = opts.data.join(spec.dataset());
     let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
@@ -299,15 +300,15 @@ pub fn run_spec(
         }
     }
     let secs_run = start.elapsed().as_secs_f64();
-    let busy = crate::provenance::busy_between(
+    let busy = crate::run::provenance::busy_between(
         &ticks_before,
-        &crate::provenance::cpu_ticks(),
+        &crate::run::provenance::cpu_ticks(),
         secs_run,
         &[std::process::id()],
     );
-    let load_after = crate::provenance::load_average();
+    let load_after = crate::run::provenance::load_average();
     let dirty_diff = if dirty {
-        dataset::write_atomic(&staging.join("dirty.diff"), crate::provenance::diff(&opts.root)?.as_bytes())?;
+        dataset::write_atomic(&staging.join("dirty.diff"), crate::run::provenance::diff(&opts.root)?.as_bytes())?;
         Some("dirty.diff".to_string())
     } else {
         None
@@ -320,22 +321,22 @@ pub fn run_spec(
         // The dataset's name: two studies of one subject experiment stay apart.
         experiment: spec.dataset().to_string(),
         run_id: run_id.clone(),
-        scale: opts.scale.clone(),
+        scale: opts.scale,
         git_revision: rev,
         git_dirty: dirty,
         rustc: manifest::rustc_version(&opts.root),
         profile: variants::PROFILE.into(),
         features: spec
-            .variants_at(&opts.scale)
+            .variants_at(opts.scale)
             .iter()
             .map(|v| (v.clone(), variants::features(v).iter().map(|f| f.to_string()).collect()))
             .collect(),
         allocators: spec
-            .variants_at(&opts.scale)
+            .variants_at(opts.scale)
             .iter()
             .map(|v| (v.clone(), variants::allocator(v).to_string()))
             .collect(),
-        builds: spec.variants_at(&opts.scale).iter().map(|v| (v.clone(), variants::describe(v))).collect(),
+        builds: spec.variants_at(opts.scale).iter().map(|v| (v.clone(), variants::describe(v))).collect(),
         cpu_model: manifest::cpu_model(),
         cores: manifest::cores(),
         kernel: manifest::kernel(),

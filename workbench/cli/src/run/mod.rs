@@ -1,0 +1,12 @@
+//! Running a spec: building its target binary per variant, spawning one
+//! process per cell, and publishing the dataset whole.
+//!
+//! # Layout
+//! - [`runner`]: cells, their processes, progress, resume, the manifest.
+//! - [`build`]: building a target binary (`subject`, `datastore-server`)
+//!   per build variant (allocators, LTO, PGO, BOLT).
+//! - [`provenance`]: the clean-tree check, the run lock, load and busy processes.
+
+pub mod build;
+pub mod provenance;
+pub mod runner;
