@@ -20,7 +20,7 @@ pub enum Error {
     Deadline { ms: u64 },
     #[error("result exceeds the limit of {max} rows")]
     ResultTooLarge { max: usize },
-    /// A table or column name that is not an identifier ([`crate::name`]).
+    /// A table or column name that is not an identifier ([`crate::storage::name`]).
     #[error("{kind} name \"{name}\" {why}")]
     Name { kind: &'static str, name: String, why: String },
     /// SQL larger or deeper than the parser admits ([`crate::sql::limits`]):

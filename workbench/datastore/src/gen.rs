@@ -169,7 +169,7 @@ pub fn load(
     }
     db.execute(CREATE)?;
     let t = db.table("t")?;
-    let merger = crate::table::Merger::start(t.clone(), 4);
+    let merger = crate::storage::table::Merger::start(t.clone(), 4);
     let mut from = 0;
     while from < rows {
         let to = (from + batch).min(rows);

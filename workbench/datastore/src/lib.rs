@@ -4,7 +4,7 @@
 //!
 //! Tables are sets of immutable, sorted **parts** on disk (one per insert,
 //! merged in the background); each column is stored as compressed blocks of
-//! [`part::GRANULE`] rows, found through mark files and a sparse primary
+//! [`storage::part::GRANULE`] rows, found through mark files and a sparse primary
 //! index of each granule's first key, held in memory. Queries read only the
 //! granules the index cannot rule out, a granule at a time, so memory is
 //! bounded by the columns read, the number of groups (an exact quantile:
@@ -14,36 +14,33 @@
 //! same answer whatever the threads granted.
 //!
 //! # Layout
+//! Laid out like a database (ClickHouse's Storages / Parsers / Interpreters),
+//! each floor using only those below it (`scripts/modgraph.py` checks):
 //! - [`types`]: column types, values, in-memory column data.
-//! - [`cache`]: decoded granules of small scans, under a byte budget.
-//! - [`codec`]: compressed blocks (LZ4; Delta + LZ4; LowCardinality keys;
-//!   stored raw when LZ4 saves under 3 %).
-//! - [`part`]: the part format, its streaming writer and its reader.
-//! - [`table`]: a table's parts, inserts, k-way merges, crash recovery, the
-//!   background merger.
-//! - [`name`]: table and column names are identifiers, never paths (checked once, before the file system).
+//! - [`storage`]: parts ([`storage::part`]), their compressed column blocks
+//!   ([`storage::codec`]), tables of parts with inserts, merges and crash
+//!   recovery ([`storage::table`]), the decoded-granule cache ([`storage::cache`]), and
+//!   names that are identifiers, never paths ([`storage::name`], checked once, before the file system).
 //! - [`sql`]: SQL text → plan (sqlparser), with positioned errors and `$name`
 //!   parameters; [`Db::select`] keeps recent syntax trees by text ([`sql::ParseCache`]).
-//! - [`exec`]: a [`exec::Plan`] and its operators (scan with granule pruning,
+//! - [`exec`]: the query a SELECT asks ([`exec::query`]), a [`exec::Plan`] and its operators (scan with granule pruning,
 //!   columnar aggregation, radix quantile, top-k) under per-query [`Limits`]
 //!   (deadline, rows, threads); [`Db::select`] is the engine API a server calls.
 //! - [`gen`]: the paper's deterministic workload generator and Parquet export.
 //! - [`Db`]: a data directory of tables, the entry point for SQL.
 
-pub mod cache;
-pub mod codec;
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod exec;
 pub mod gen;
-pub mod name;
-pub mod part;
 pub mod sql;
-pub mod table;
+pub mod storage;
 pub mod types;
 
 pub use error::{Error, Result};
 pub use exec::{Limits, QueryResult, Stats};
-pub use table::Table;
+pub use storage::table::Table;
 pub use types::{Batch, ColumnData, ColumnType, Value};
 
 use std::collections::HashMap;
@@ -127,7 +124,7 @@ impl Db {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             // A directory put there by hand under another name is not a table.
-            if name::check(name::Kind::Table, &name).is_ok() && e.path().join("table.json").exists() {
+            if storage::name::check(storage::name::Kind::Table, &name).is_ok() && e.path().join("table.json").exists() {
                 names.push(name);
             }
         }
@@ -136,7 +133,7 @@ impl Db {
     }
 
     /// Creates a table from a schema (the API behind `CREATE TABLE`).
-    pub fn create(&self, schema: part::Schema) -> Result<Arc<Table>> {
+    pub fn create(&self, schema: storage::part::Schema) -> Result<Arc<Table>> {
         let name = schema.table.clone();
         let t = Arc::new(Table::create(&self.dir, schema)?);
         self.tables.lock().expect("tables lock").insert(name, t.clone());
@@ -145,7 +142,7 @@ impl Db {
 
     /// Runs one SQL statement.
     pub fn execute(&self, sql: &str) -> Result<Output> {
-        let schema_of = |name: &str| -> Result<Arc<part::Schema>> { Ok(self.table(name)?.schema.clone()) };
+        let schema_of = |name: &str| -> Result<Arc<storage::part::Schema>> { Ok(self.table(name)?.schema.clone()) };
         match sql::parse(sql, &schema_of)? {
             sql::Statement::Create(schema) => {
                 let name = schema.table.clone();
@@ -171,7 +168,7 @@ impl Db {
     pub fn bind(&self, sql: &str, params: sql::Params<'_>) -> Result<BoundSelect> {
         // The table the cache checks the plan's schema against is the one it runs on.
         let looked_up: std::cell::RefCell<Option<Arc<Table>>> = Default::default();
-        let schema_of = |name: &str| -> Result<Arc<part::Schema>> {
+        let schema_of = |name: &str| -> Result<Arc<storage::part::Schema>> {
             let t = self.table(name)?;
             let schema = t.schema.clone();
             *looked_up.borrow_mut() = Some(t);

@@ -121,7 +121,7 @@ fn insert_loop(data: &Path, batch: u64) -> Result<()> {
         db.execute(gen::CREATE)?;
     }
     let t = db.table("t")?;
-    let merger = datastore::table::Merger::start(t.clone(), 2);
+    let merger = datastore::storage::table::Merger::start(t.clone(), 2);
     let start = match db.query("SELECT max(id) FROM t")?.rows[0][0] {
         Value::U(m) => m / batch + 1,
         _ => 0,

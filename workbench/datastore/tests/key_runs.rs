@@ -117,7 +117,7 @@ fn key_comparisons_match_a_brute_force_scan() {
         assert_eq!(r.rows[0].iter().map(int).collect::<Vec<_>>(), want, "{table}, no WHERE");
     }
     // The narrow ranges were small scans: their granules are in the cache now.
-    assert!(datastore::cache::global().stats().entries > 0);
+    assert!(datastore::storage::cache::global().stats().entries > 0);
 }
 
 /// min/max of the key read a granule from each end of the key range, a

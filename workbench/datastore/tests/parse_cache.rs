@@ -77,15 +77,19 @@ fn a_rebound_statement_answers_into_recycled_rows_as_a_fresh_one_does() {
 }
 
 /// Table `chain` with its one column `k` of type `ty`.
-fn chain_schema(ty: datastore::ColumnType) -> std::sync::Arc<datastore::part::Schema> {
-    std::sync::Arc::new(datastore::part::Schema {
+fn chain_schema(ty: datastore::ColumnType) -> std::sync::Arc<datastore::storage::part::Schema> {
+    std::sync::Arc::new(datastore::storage::part::Schema {
         table: "chain".into(),
-        columns: vec![datastore::part::ColumnDef { name: "k".into(), ty, codec: datastore::codec::Codec::Lz4 }],
+        columns: vec![datastore::storage::part::ColumnDef {
+            name: "k".into(),
+            ty,
+            codec: datastore::storage::codec::Codec::Lz4,
+        }],
         order_by: vec![0],
     })
 }
 
-fn schema_of(_: &str) -> datastore::Result<std::sync::Arc<datastore::part::Schema>> {
+fn schema_of(_: &str) -> datastore::Result<std::sync::Arc<datastore::storage::part::Schema>> {
     Ok(chain_schema(datastore::ColumnType::UInt64))
 }
 

@@ -21,15 +21,12 @@ use server::chain;
 use server::client::Client;
 use server::handler::{Handler, Scratch};
 use server::limits::Config;
-use server::pool::{Prev, Queries, Work};
+use server::work::{Prev, Queries, Work};
 use std::time::Instant;
 
 const DEPTH: usize = 64;
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use server::experiments::median;
 
 /// Median over `runs` of `f`'s time in µs.
 fn time_us(runs: usize, mut f: impl FnMut()) -> (f64, f64, f64) {
@@ -53,7 +50,7 @@ fn main() -> anyhow::Result<()> {
     {
         let s = server::start(&dir, "127.0.0.1:0", Config::default())?;
         chain::ensure_table(&mut Client::connect(s.addr)?)?;
-        s.stop();
+        s.stop().expect("the server stops cleanly");
     }
     let db = datastore::Db::open(&dir)?;
     let limits = Limits::default();
@@ -94,7 +91,7 @@ fn main() -> anyhow::Result<()> {
             (t64 - t1) / (DEPTH - 1) as f64
         );
         drop(c);
-        srv.stop();
+        srv.stop().expect("the server stops cleanly");
     }
     if layer == "flights" {
         // Only depth-64 chains, for `perf record`: where a flight's time goes.
@@ -103,7 +100,7 @@ fn main() -> anyhow::Result<()> {
         let (t64, _, _) = time_us(runs, || assert_eq!(chain::pipelined(&mut c, DEPTH).unwrap(), DEPTH as u64));
         println!("flights pipelined chain of {DEPTH}:            {t64:7.1} µs");
         drop(c);
-        srv.stop();
+        srv.stop().expect("the server stops cleanly");
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

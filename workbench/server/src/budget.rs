@@ -9,7 +9,7 @@
 //! budget if need be, since refusing an acknowledgement would hide a
 //! durable insert. Per connection the same bytes are bounded by
 //! `--conn-answer-budget` (the connection's own count, passed to the worker
-//! as [`crate::pool::Queries::room`]).
+//! as [`crate::work::Queries::room`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

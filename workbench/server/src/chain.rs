@@ -39,7 +39,7 @@ fn first_u64(c: &mut Client, p: zap::rpc::Promise) -> Result<u64> {
 /// A pipelined chain: every call sent in one flight, the last one awaited.
 /// The links before it are finished in the same flight, before their
 /// answers: the client wants only the last value, so the server answers the
-/// others without rows (see `pool::QueryCall::wanted`).
+/// others without rows (see `work::QueryCall::wanted`).
 pub fn pipelined(c: &mut Client, depth: usize) -> Result<u64> {
     let mut last = c.query(FIRST)?;
     let mut links = Vec::with_capacity(depth);

@@ -14,9 +14,10 @@
 //! thread hand-off each.
 
 use crate::limits::Config;
-use crate::pool::{Answer, Pool, Prev, Queries, Work};
+use crate::pool::Pool;
 use crate::protocol::{self, ColumnsView};
 use crate::shutdown::Shutdown;
+use crate::work::{Answer, Prev, Queries, Work};
 use std::cell::RefCell;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -308,7 +309,7 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
 
 /// Marks the calls of `run` that the `finish` frames right after it (still
 /// in `inbuf[used..]`, answered later as usual) release: their answers need
-/// no body ([`crate::pool::QueryCall::wanted`]).
+/// no body ([`crate::work::QueryCall::wanted`]).
 fn released_early(sh: &Shared, inbuf: &[u8], mut used: usize, run: &mut Queries) {
     while let Ok(Some((frame, n))) = decode_frame(&inbuf[used..], sh.cfg.max_frame) {
         let Ok(r) = zap::read::<Request>(frame) else { return };

@@ -2,9 +2,9 @@
 
 use crate::budget::Budget;
 use crate::limits::Config;
-use crate::pool::{Answer, Prev, Work};
 use crate::protocol::{self, ColumnsView, ColumnsWriter};
-use datastore::table::Merger;
+use crate::work::{Answer, Prev, Work};
+use datastore::storage::table::Merger;
 use datastore::{ColumnType, Db, Error, Limits, Output, Value};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

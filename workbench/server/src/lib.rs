@@ -19,7 +19,7 @@
 //! // Depends on `top` without waiting for it: one flight for both.
 //! let n = c.query_on(top, "SELECT count() FROM t WHERE user_id = $prev").unwrap();
 //! println!("{:?}", c.wait(n).unwrap().to_rows().unwrap());
-//! running.stop();
+//! running.stop().expect("a clean stop");
 //! ```
 //!
 //! # Layout
@@ -29,7 +29,8 @@
 //! - [`listener`]: the accept loop, the connection limit, graceful shutdown.
 //! - [`connection`]: one connection's read loop, pooled buffers, the answer table.
 //! - [`handler`]: what each method does against the engine.
-//! - [`pool`]: the worker threads and their bounded queue.
+//! - [`pool`]: the worker threads and their bounded queue; [`work`]: what
+//!   they run (a run of queries, an insert) and what they answer.
 //! - [`shutdown`]: the signal idle connections wait on.
 //! - [`experiments`]: the measured runs the workbench drives (one file each).
 //! - [`fuzzing`]: the request path as a fuzz target (a server on a small table), its seeds and mutator.
@@ -50,6 +51,7 @@ pub mod pool;
 pub mod protocol;
 pub mod proxy;
 pub mod shutdown;
+pub mod work;
 
 use connection::{Counters, Shared};
 use limits::Config;
@@ -148,21 +150,24 @@ pub fn start(data: &Path, listen: &str, cfg: Config) -> Result<Running, ServerEr
 }
 
 impl Running {
-    /// Shuts down gracefully (in-flight calls finish) and returns the summary.
-    pub fn stop(mut self) -> Summary {
-        self.shutdown().expect("server thread")
+    /// Shuts down gracefully (in-flight calls finish) and returns the
+    /// summary, or why the server thread ended otherwise.
+    pub fn stop(mut self) -> Result<Summary, ServerError> {
+        self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Option<Summary> {
+    fn shutdown(&mut self) -> Result<Summary, ServerError> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        self.thread.take()?.join().ok()?.ok()
+        let thread =
+            self.thread.take().ok_or_else(|| ServerError::Runtime(std::io::Error::other("already stopped")))?;
+        thread.join().map_err(|_| ServerError::Runtime(std::io::Error::other("server thread panicked")))?
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.shutdown();
+        let _ = self.shutdown();
     }
 }

@@ -56,7 +56,7 @@ enum Cmd {
         write_timeout_ms: u64,
         /// How long the I/O thread polls for the answer to a lone call before
         /// it sleeps (0: never; see the server README's wake-up section).
-        #[arg(long, default_value_t = server::pool::IDLE_SPIN.as_micros() as u64)]
+        #[arg(long, default_value_t = server::limits::IDLE_SPIN.as_micros() as u64)]
         idle_spin_us: u64,
         /// dhat build: where the trace is written at shutdown.
         #[arg(long, default_value = "datastore-server.dhat.json")]

@@ -6,113 +6,11 @@
 //! whose call cannot be queued waits, stops reading, and TCP pushes back.
 
 use crate::handler::Handler;
-use datastore::Value;
+use crate::work::{Answer, Work};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-
-/// What a worker runs.
-pub enum Work {
-    /// Consecutive queries of one connection, run in order by one worker; a
-    /// query may bind `$prev` to an earlier one of the same run.
-    Queries(Queries),
-    /// A `Columns` message to insert.
-    Insert { msg: Vec<u8> },
-}
-
-/// A run of queries: the calls, and their SQL texts in one buffer.
-/// PERF: one buffer for the run, where a `String` a call was an allocation
-/// and a free each link of a pipelined chain.
-#[derive(Default)]
-pub struct Queries {
-    pub calls: Vec<QueryCall>,
-    texts: String,
-    /// Answer bytes the connection may still take (`--conn-answer-budget`
-    /// less what it holds and queues); the run's answers draw it down, and
-    /// one that does not fit is refused with 429 (see [`crate::budget`]).
-    pub room: usize,
-}
-
-impl Queries {
-    /// A run of one query.
-    pub fn one(promise: u32, sql: &str, prev: Prev) -> Queries {
-        let mut q = Queries { calls: Vec::with_capacity(1), texts: String::with_capacity(sql.len()), room: 0 };
-        q.push(promise, sql, prev);
-        q
-    }
-
-    pub fn push(&mut self, promise: u32, sql: &str, prev: Prev) {
-        let at = self.texts.len();
-        self.texts.push_str(sql);
-        self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev, wanted: true });
-    }
-
-    /// Marks the calls a `finish` already releases (see [`QueryCall::wanted`]).
-    pub fn release(&mut self, run: zap::rpc::Run) {
-        self.calls.iter_mut().filter(|c| run.contains(c.promise)).for_each(|c| c.wanted = false);
-    }
-
-    /// Whether `sql` is the text of the last call (a chain's step, sent
-    /// again and again).
-    pub fn repeats(&self, sql: &[u8]) -> bool {
-        self.calls.last().is_some_and(|c| self.texts.as_bytes().get(c.sql.clone()) == Some(sql))
-    }
-
-    /// Adds a call with the last call's text, shared: neither copied nor
-    /// checked as UTF-8 again. See [`Queries::repeats`].
-    pub fn push_repeat(&mut self, promise: u32, prev: Prev) {
-        if let Some(sql) = self.calls.last().map(|c| c.sql.clone()) {
-            self.calls.push(QueryCall { promise, sql, prev, wanted: true });
-        }
-    }
-
-    /// The calls, each with its SQL text, and the run's room.
-    pub fn into_calls(self) -> (String, Vec<QueryCall>, usize) {
-        (self.texts, self.calls, self.room)
-    }
-}
-
-/// One query of a [`Work::Queries`] run; its SQL is `texts[sql]` of the run.
-pub struct QueryCall {
-    pub promise: u32,
-    pub sql: std::ops::Range<usize>,
-    pub prev: Prev,
-    /// False when the client finished the promise in the same flight, before
-    /// its answer: the query still runs (a later call may bind `$prev` to it)
-    /// but, when its first value is an integer the run keeps, is answered
-    /// without a body. PERF: a pipelined chain's client needs only the last
-    /// link's rows; the others are neither encoded, stored nor sent.
-    pub wanted: bool,
-}
-
-/// Where a query's `$prev` comes from.
-pub enum Prev {
-    None,
-    /// Read from an answer the connection already holds.
-    Value(Value),
-    /// The first value of the answer to call `index` of the same run
-    /// (promise `promise`), which runs first.
-    Earlier {
-        index: usize,
-        promise: u32,
-    },
-}
-
-/// A call's outcome: its status and answer body.
-pub struct Answer {
-    pub status: u32,
-    pub body: Vec<u8>,
-    /// Bytes the worker reserved in the server's [`crate::budget::Budget`]
-    /// for this answer (stored and queued: twice its body), or 0.
-    pub reserved: usize,
-}
-
-impl Answer {
-    pub fn new(status: u32, body: impl Into<Vec<u8>>) -> Answer {
-        Answer { status, body: body.into(), reserved: 0 }
-    }
-}
 
 struct Job {
     work: Work,
@@ -121,32 +19,12 @@ struct Job {
 
 pub struct Pool {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
-    /// See [`IDLE_SPIN`].
+    /// See [`crate::limits::IDLE_SPIN`].
     idle_spin: Duration,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Jobs sent and not yet answered, over every connection.
     in_flight: AtomicUsize,
 }
-
-/// IDLE_SPIN = 100 µs: how long the I/O thread polls for the answer to the
-/// only job in flight before it sleeps in epoll (`--idle-spin-us`, 0 = never).
-/// PERF: a wake-up shaped by this VM, not by the engine: the VM halts an idle
-/// vCPU at once (`haltpoll.guest_halt_poll_ns=0` on the kernel command line),
-/// and waking a halted one costs tens of µs, so a job long enough for the I/O
-/// thread's vCPU to halt (a pipelined chain of 64, ~25 µs of engine work)
-/// paid that wake on top of its work. A host that polls before halting
-/// (haltpoll's default) or runs on bare metal gains little from it.
-///
-/// It must not cost other connections their turn: each poll that finds no
-/// answer yields to the runtime (`tokio::task::yield_now`), which checks
-/// every socket (epoll with a zero timeout) and runs whatever became ready
-/// before polling again, so a ping or an accept waits one poll, not the
-/// whole spin. Only while no other job is in flight; a job longer than the
-/// spin (a scan) then sleeps as before, after 100 µs of the I/O thread's
-/// CPU. The io-wakeup experiment measures both costs: background pings'
-/// p99 while chains run, and an idle server's CPU time, with it and
-/// without.
-pub const IDLE_SPIN: Duration = Duration::from_micros(100);
 
 /// Counts a job out of [`Pool::in_flight`] however its wait ends (the
 /// connection's task may be dropped at shutdown).
@@ -205,7 +83,7 @@ impl Pool {
                 match rx.try_recv() {
                     Ok(a) => return a,
                     Err(oneshot::error::TryRecvError::Empty) if t0.elapsed() < self.idle_spin => {
-                        // Other connections' turn: see IDLE_SPIN.
+                        // Other connections' turn: see limits::IDLE_SPIN.
                         tokio::task::yield_now().await
                     }
                     Err(_) => break,
@@ -227,26 +105,5 @@ impl Pool {
         for t in threads {
             let _ = t.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A repeated text is shared by the calls that send it; any other text
-    /// (or none before it) is not a repeat.
-    #[test]
-    fn a_repeated_text_is_shared_not_copied() {
-        let mut q = Queries::default();
-        assert!(!q.repeats(b"SELECT 1"), "nothing to repeat yet");
-        q.push(1, "SELECT 1", Prev::None);
-        assert!(q.repeats(b"SELECT 1") && !q.repeats(b"SELECT 2") && !q.repeats(b"SELECT 1 "));
-        q.push_repeat(2, Prev::None);
-        q.push(3, "SELECT 2", Prev::None);
-        let (texts, calls, _) = q.into_calls();
-        let sql: Vec<&str> = calls.iter().map(|c| &texts[c.sql.clone()]).collect();
-        assert_eq!(sql, ["SELECT 1", "SELECT 1", "SELECT 2"]);
-        assert_eq!(texts, "SELECT 1SELECT 2", "the repeat added no text");
     }
 }

@@ -88,7 +88,7 @@ fn deep_sql_is_refused_and_the_server_serves_on() {
     let (st, _, body) = r.call(protocol::QUERY, 100, 0, and.as_bytes());
     assert_eq!(st, 200, "{}", text(&body));
     alive(s.addr);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn names_are_identifiers_never_paths() {
     let tables: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(tables, ["wide"]);
     alive(s.addr);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 /// A method that takes no target answers 400 for having one, whatever the
@@ -153,7 +153,7 @@ fn a_target_where_none_is_taken_is_always_400() {
             assert!(text(&body).contains("takes no target"));
         }
     }
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 /// A flight of large queries never finished: answers past the connection's
@@ -226,7 +226,7 @@ fn held_answers_stay_within_the_budgets() {
     // A new connection is served its large answer again.
     let mut r = Raw::connect(s.addr);
     assert_eq!(r.call(protocol::QUERY, 1, 0, b"SELECT * FROM wide").0, 200);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 /// A peer that sends large queries and never reads is closed after the
@@ -258,5 +258,5 @@ fn a_peer_that_does_not_read_is_closed_and_its_answers_freed() {
     }
     assert!(seen < 50, "the server stopped answering the hog ({seen} of 50 answers)");
     alive(s.addr);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }

@@ -27,7 +27,7 @@ fn two_thousand_connections_each_ping() {
     let stats: serde_json::Value = serde_json::from_str(&ctl.wait_text(p).unwrap()).unwrap();
     assert_eq!(stats["connections"], 2_001);
     drop(clients);
-    let summary = s.stop();
+    let summary = s.stop().expect("the server stops cleanly");
     assert_eq!((summary.accepted, summary.refused), (2_001, 0), "{summary}");
     let _ = std::fs::remove_dir_all(&d);
 }

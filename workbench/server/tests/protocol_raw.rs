@@ -50,7 +50,7 @@ fn methods_answer_with_their_results() {
     let stats: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(st, 200);
     assert!(stats["rss_bytes"].as_u64().unwrap() > 0 && stats["connections"].as_u64().unwrap() >= 1);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 /// A call finished in the same flight as it, before its answer, still runs
@@ -81,7 +81,7 @@ fn a_call_finished_in_its_flight_is_answered_without_rows() {
     // Released: a call naming one of them is refused; the unfinished ones are held.
     assert_eq!(r.call(protocol::QUERY, 6, 1, b"SELECT count() FROM kv WHERE k = $prev").0, protocol::GONE);
     assert_eq!(r.call(protocol::QUERY, 7, 4, b"SELECT count() FROM kv WHERE k = $prev").0, 200);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn bad_calls_get_their_status_and_the_connection_serves_on() {
         assert_eq!(r.call(protocol::PING, p, 0, b"").0, 200, "promise {p}");
     }
     assert_eq!(r.call(protocol::PING, 21, 0, b"").0, protocol::TOO_MANY);
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn limits_answer_408_413_and_inserts_are_checked() {
     let (st, _, body) = r.call(protocol::QUERY, 1, 0, b"SELECT count() FROM kv");
     assert_eq!(st, protocol::TIMEOUT, "{}", text(&body));
     assert_eq!(text(&body), "query exceeded its time limit of 0 ms");
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 
     let cfg = Config { max_result_rows: 100, ..Config::default() };
     let (_d, s) = start("limits2", cfg);
@@ -165,7 +165,7 @@ fn limits_answer_408_413_and_inserts_are_checked() {
     );
     let (st, _, body) = r.call(protocol::INSERT, 3, 0, b"not a batch");
     assert_eq!(st, protocol::UNPROCESSABLE, "{}", text(&body));
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }
 
 #[test]
@@ -193,7 +193,7 @@ fn oversized_truncated_and_stalled_frames_close_only_their_connection() {
     // Everyone else is served.
     let mut ok = Raw::connect(s.addr);
     assert_eq!(ok.call(protocol::PING, 1, 0, b"").0, 200);
-    let summary = s.stop();
+    let summary = s.stop().expect("the server stops cleanly");
     assert_eq!((summary.closed_bad_frame, summary.closed_stalled), (1, 1), "{summary}");
 }
 
@@ -223,5 +223,5 @@ fn connections_over_the_limit_get_a_refusal_frame() {
         assert!(t0.elapsed() < Duration::from_secs(5), "the closed connection's slot never freed");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(s.stop().refused >= 1);
+    assert!(s.stop().expect("the server stops cleanly").refused >= 1);
 }

@@ -47,5 +47,5 @@ fn a_ping_is_answered_while_the_io_thread_polls_for_a_lone_query() {
         ping_at < query_ms / 2,
         "a ping took {ping_at:?} while a {query_ms:?} query was polled for: the wake-up held it back"
     );
-    s.stop();
+    s.stop().expect("the server stops cleanly");
 }

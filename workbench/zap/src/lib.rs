@@ -95,6 +95,8 @@
 //! - [`duplex`]: an in-memory pipe for tests and in-process measurement.
 //! - [`fuzzing`]: the fuzz target's body, shared with the corpus test.
 
+#![forbid(unsafe_code)]
+
 pub mod builder;
 pub mod duplex;
 mod error;

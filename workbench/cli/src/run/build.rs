@@ -21,7 +21,9 @@ use std::process::{Command, Stdio};
 use crate::spec::variants::{get, Variant, PROFILE, VARIANTS};
 use probe::registry::Target;
 
-/// The cargo profile every variant starts from.
+/// The target directory's name for a plain (not profile-guided) variant:
+/// `release` for the plain profile, otherwise the first variant with the
+/// same profile settings, whatever their allocator features.
 fn build_dir(v: &Variant) -> &'static str {
     if v.profile_env.is_empty() {
         return PROFILE;

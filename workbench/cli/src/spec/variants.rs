@@ -2,6 +2,7 @@
 //! cargo profile overrides, and whether the build is profile-guided (PGO)
 //! and post-link optimised (BOLT). How each is built is [`crate::run::build`].
 
+/// The cargo profile every variant starts from.
 pub const PROFILE: &str = "release";
 
 /// One way of building a target.
@@ -111,10 +112,6 @@ pub fn describe(variant: &str) -> String {
     }
     parts.join(", ")
 }
-
-/// The target directory's name for a plain (not profile-guided) variant:
-/// `release` for the plain profile, otherwise the first variant with the
-/// same profile settings, whatever their allocator features.
 
 #[cfg(test)]
 mod tests {

@@ -11,8 +11,8 @@
 //! and every float sum — is the same whatever the number of threads.
 
 use super::quantile::{Quant, Refine, Resolved};
-use crate::part::Schema;
-use crate::sql::{Agg, Item, Select};
+use super::query::{Agg, Item, Select};
+use crate::storage::part::Schema;
 use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};

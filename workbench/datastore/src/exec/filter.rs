@@ -1,8 +1,8 @@
 //! WHERE: granule pruning from the sparse index, and the predicate evaluated
 //! over a granule into a row mask.
 
-use crate::part::{Part, Schema};
-use crate::sql::{CmpOp, Pred};
+use super::query::{CmpOp, Pred};
+use crate::storage::part::{Part, Schema};
 use crate::types::{ColumnData, Value};
 use std::cmp::Ordering;
 
@@ -259,7 +259,7 @@ pub(super) fn key_granules(filter: Option<&Pred>, schema: &Schema, part: &Part) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::Pred;
+    use crate::exec::query::Pred;
 
     /// Every operator and a conjunction, at literals below, inside (on
     /// runs of equal keys) and above a sorted granule: the run found by

@@ -11,7 +11,7 @@
 //! non-decreasing down a part, so each granule's passing rows are one run,
 //! found by binary search, and min/max of the key over it are its ends.
 //! Scans of at most `SMALL_SCAN` (8) granules read decoded granules through
-//! [`crate::cache`] instead of reading and decoding blocks.
+//! [`crate::storage::cache`] instead of reading and decoding blocks.
 //!
 //! Aggregating queries split the surviving granules into a fixed number of
 //! contiguous partitions (one per core, fewer for small scans), each
@@ -37,15 +37,16 @@ mod agg;
 pub mod cpu;
 mod filter;
 mod quantile;
+pub mod query;
 
 use crate::error::{Error, Result};
-use crate::part::{Part, Schema, Scratch};
-use crate::sql::{Agg, Item, Pred, Select};
-use crate::table::Table;
+use crate::storage::part::{Part, Schema, Scratch};
+use crate::storage::table::Table;
 use crate::types::{ColumnData, ColumnType, Value};
 use agg::{Partial, Rows};
 pub use filter::prune;
 use filter::{eval, key_span, MaskPool};
+use query::{Agg, Item, Pred, Select};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -171,7 +172,7 @@ pub fn run(table: &Table, q: &Select) -> Result<(QueryResult, Stats)> {
 const MIN_SPLIT: usize = 4;
 
 /// SMALL_SCAN = 8 granules (65,536 rows): scans this small read decoded
-/// granules through [`crate::cache`]; larger ones decode into their own
+/// granules through [`crate::storage::cache`]; larger ones decode into their own
 /// buffers and leave the cache to the short queries it is for.
 const SMALL_SCAN: usize = 8;
 

@@ -1,5 +1,5 @@
 //! What the I/O thread's low-latency wake-up (`--idle-spin-us`, see
-//! [`crate::pool::IDLE_SPIN`]) buys and what it costs: a server per
+//! [`crate::limits::IDLE_SPIN`]) buys and what it costs: a server per
 //! setting (`spins_us`, e.g. 100 µs and 0 = off) on the same data, the
 //! settings alternating round by round (the first setting first in even
 //! rounds, last in odd ones).
@@ -43,7 +43,7 @@ struct Params {
 }
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let spins: Vec<u64> = cell.param("spins_us", vec![crate::pool::IDLE_SPIN.as_micros() as u64, 0])?;
+    let spins: Vec<u64> = cell.param("spins_us", vec![crate::limits::IDLE_SPIN.as_micros() as u64, 0])?;
     let rounds: usize = cell.param("rounds", 5)?;
     let rows: u64 = cell.param("rows", 100_000)?;
     let p = Params {

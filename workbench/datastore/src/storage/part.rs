@@ -13,9 +13,9 @@
 //! the directory, and renames it into place: a crash leaves either the whole
 //! part or a `tmp_` directory that the next open deletes.
 
-use crate::cache;
-use crate::codec::{self, Codec};
 use crate::error::{corrupt, IoPath, Result};
+use crate::storage::cache;
+use crate::storage::codec::{self, Codec};
 use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use serde::{Deserialize, Serialize};
 use std::fs::File;

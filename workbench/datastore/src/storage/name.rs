@@ -2,7 +2,7 @@
 //!
 //! A table name becomes a directory under the data directory, so it is
 //! checked here, once, before anything touches the file system
-//! ([`crate::table::Table::create`] and [`crate::table::Table::open`] call
+//! ([`crate::storage::table::Table::create`] and [`crate::storage::table::Table::open`] call
 //! [`check`]; a schema's columns go through [`check_schema`]). The rule is
 //! deliberately narrower than what a file system allows: `[A-Za-z_][A-Za-z0-9_]*`
 //! of at most [`MAX_NAME_LEN`] bytes. No `.`, `/`, `\`, NUL or non-ASCII
@@ -11,7 +11,7 @@
 //! a way some file system folds.
 
 use crate::error::{Error, Result};
-use crate::part::Schema;
+use crate::storage::part::Schema;
 
 /// MAX_NAME_LEN = 64 bytes: ClickHouse's identifiers are longer in theory,
 /// but every table and column of the papers' workloads fits in 16, and a

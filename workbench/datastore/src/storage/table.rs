@@ -10,7 +10,7 @@
 //! directories (writes that did not) are removed.
 
 use crate::error::{Error, IoPath, Result};
-use crate::part::{Cursor, Part, PartMeta, PartWriter, Schema};
+use crate::storage::part::{Cursor, Part, PartMeta, PartWriter, Schema};
 use crate::types::{Batch, ColumnData, ColumnType};
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -36,9 +36,9 @@ fn table_err(schema: &Schema, what: impl Into<String>) -> Error {
 
 impl Table {
     /// Creates `<data>/<schema.table>/` and its `table.json`.
-    /// The names are checked first ([`crate::name::check_schema`]).
+    /// The names are checked first ([`crate::storage::name::check_schema`]).
     pub fn create(data: &Path, schema: Schema) -> Result<Table> {
-        crate::name::check_schema(&schema)?;
+        crate::storage::name::check_schema(&schema)?;
         let dir = data.join(&schema.table);
         if dir.join("table.json").exists() {
             // NOTE: no path in the message: a server answers with it.
@@ -53,9 +53,9 @@ impl Table {
     }
 
     /// Opens a table, finishing what a crash interrupted (see the module docs).
-    /// `name` is checked first ([`crate::name::check`]).
+    /// `name` is checked first ([`crate::storage::name::check`]).
     pub fn open(data: &Path, name: &str) -> Result<Table> {
-        crate::name::check(crate::name::Kind::Table, name)?;
+        crate::storage::name::check(crate::storage::name::Kind::Table, name)?;
         let dir = data.join(name);
         let p = dir.join("table.json");
         let bytes = std::fs::read(&p).map_err(|e| {
