@@ -92,14 +92,17 @@ pub fn chosen_tables(data: &Path) -> Result<BTreeMap<String, Table>> {
     Ok(out)
 }
 
-/// The headline text of `mac`'s cell, or `None` if its table or row is missing.
+/// The headline of `mac`'s cell ([`tables::Cell::text`]), or `None` if its
+/// table or row is missing.
 pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     let t = tables.get(mac.table)?;
     let col = t.header.iter().position(|h| *h == mac.column)?;
     let (name, payload) = (display_name(mac.row.0), fmt::bytes(mac.row.1 as f64));
-    let row = t.rows.iter().find(|r| r.first() == Some(&name) && r.get(1) == Some(&payload))?;
-    let text = row.get(col)?;
-    Some(text.split(" [").next().unwrap_or(text).trim().to_string())
+    let row = t
+        .rows
+        .iter()
+        .find(|r| r.first().map(|c| &c.text) == Some(&name) && r.get(1).map(|c| &c.text) == Some(&payload))?;
+    Some(row.get(col)?.text.clone())
 }
 
 /// Writes `paper/generated/macros.tex`: every [`MACROS`] entry, the machine
@@ -132,8 +135,11 @@ pub fn write_macros(root: &Path, data: &Path) -> Result<PathBuf> {
     let dq_cell = |query: &str, col: &str| -> Option<String> {
         let t = dq?;
         let c = t.header.iter().position(|h| *h == col)?;
-        let row = t.rows.iter().find(|r| r.first().map(String::as_str) == Some(query) && r.get(1) == Some(&every))?;
-        Some(row.get(c)?.split(" [").next()?.to_string())
+        let row = t
+            .rows
+            .iter()
+            .find(|r| r.first().map(|c| c.text.as_str()) == Some(query) && r.get(1).map(|c| &c.text) == Some(&every))?;
+        Some(row.get(c)?.text.clone())
     };
     let dq_rows = dq_run(data)?.and_then(|r| crate::report::datastore_queries::table_rows(&r).ok().flatten());
     def("dsRows", dq_rows.map(fmt::thousands), "datastore-queries");

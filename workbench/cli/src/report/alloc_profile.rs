@@ -4,7 +4,9 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, opt_count, select, source_of, Table};
+use crate::report::tables::{
+    display_name, dist, mean, mean_stats, opt_bytes, opt_count, row, select, source_of, Table,
+};
 use anyhow::Result;
 use probe::registry;
 
@@ -30,7 +32,7 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
-            rows.push(vec![
+            rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 dist(mean_stats(&enc, "allocs")?),

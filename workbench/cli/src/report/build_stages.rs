@@ -8,7 +8,7 @@ use super::{median, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, select, source_of, Cell, Table};
 use anyhow::Result;
 use datastore::gen::QUERIES;
 use probe::registry;
@@ -42,7 +42,7 @@ fn table(run: &Run) -> Result<Table> {
             failures.push(format!("{}: {}", stage_name(v), err.lines().next().unwrap_or("")));
             let mut row = vec![stage_name(v).to_string(), "not built".into()];
             row.extend(std::iter::repeat_n(dash(), QUERIES.len() + 3));
-            rows.push(row);
+            rows.push(row.into_iter().map(Cell::from).collect());
             continue;
         }
         let size = median(&values(run, &[("kind", "binary"), ("variant", v)], &[], "binary_bytes")?);
@@ -56,7 +56,7 @@ fn table(run: &Run) -> Result<Table> {
         let rss = values(run, &[("kind", "rss"), ("variant", v)], &[], "rss_bytes")?;
         row.push(median(&rss).map_or_else(dash, fmt::bytes));
         row.push(rss.iter().copied().reduce(f64::max).map_or_else(dash, fmt::bytes));
-        rows.push(row);
+        rows.push(row.into_iter().map(Cell::from).collect());
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());

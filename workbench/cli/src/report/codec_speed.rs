@@ -5,7 +5,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{
-    dash, display_name, floats, median, median_ratio, opt_count, ratio, select, source_of, stats, Table,
+    dash, display_name, floats, median, median_ratio, opt_count, ratio, row, select, source_of, stats, Cell, Table,
 };
 use anyhow::Result;
 use polars::prelude::DataFrame;
@@ -34,10 +34,10 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
             let ns = |d: &DataFrame| -> Result<Vec<f64>> { floats(d, "ns_per_op") };
             let (e, d, ze, zd, m) = (ns(&enc)?, ns(&dec)?, ns(&zenc)?, ns(&zdec)?, ns(&copy)?);
             let ns_dist = |s: Option<(f64, f64, f64)>| match s {
-                Some((med, min, max)) => format!("{} [{}, {}]", fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
-                None => dash(),
+                Some((med, min, max)) => Cell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
+                None => dash().into(),
             };
-            rows.push(vec![
+            rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 opt_count(median(&enc, "wire_bytes")?),

@@ -10,7 +10,7 @@ use super::{distinct_u64, median, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ fn table(run: &Run) -> Result<Table> {
                 (Some(a), Some(b)) if dn > 0.0 => fmt::bytes((a - b) / dn),
                 _ => dash(),
             };
-            rows.push(vec![
+            rows.push(row![
                 server_name(&server, &variant),
                 fmt::thousands(n),
                 fmt::bytes(rss),

@@ -5,7 +5,7 @@
 use super::{distinct_u64, median, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, row, select, source_of, Cell, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -45,10 +45,10 @@ fn table(run: &Run) -> Result<Table> {
                 Ok(median(&values(run, &[("kind", "memory")], &[("threads", threads)], col)?)
                     .map_or_else(dash, fmt::bytes))
             };
-            rows.push(vec![
+            rows.push(row![
                 query.clone(),
                 threads_label(threads),
-                format!("{} [{}, {}]", fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
+                Cell::ranged(fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
                 ms.len().to_string(),
                 rows_n.map_or_else(dash, |n| fmt::sig3(n as f64 / (med / 1e3) / 1e6)),
                 mem("rss_after_bytes")?,

@@ -6,7 +6,7 @@
 use super::{values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -32,7 +32,7 @@ fn table(run: &Run) -> Result<Table> {
             (Some(_), Some(_), Some(_)) => "NO",
             _ => "?",
         };
-        rows.push(vec![
+        rows.push(row![
             w.to_string(),
             one("connections")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
             one("seconds")?.map_or_else(dash, |v| format!("{v:.0} s")),

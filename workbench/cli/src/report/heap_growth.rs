@@ -7,7 +7,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
-use crate::report::tables::{display_name, median, opt_bytes, opt_count, select, source_of, steady_rate, Table};
+use crate::report::tables::{display_name, median, opt_bytes, opt_count, row, select, source_of, steady_rate, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -48,7 +48,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
                 &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
                 &[("payload", payload as u64), ("rep", 0)],
             )?;
-            rows.push(vec![
+            rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 opt_count(n),

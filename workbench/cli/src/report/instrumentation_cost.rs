@@ -4,7 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, display_name, median, ratio, select, source_of, Table};
+use crate::report::tables::{dash, display_name, median, ratio, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -35,7 +35,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
             let (sys, plain, stats, dhat) = (t("system")?, t("jemalloc-plain")?, t("jemalloc")?, t("dhat")?);
             // ZAP allocates nothing, so its ratio across builds is the noise of the comparison.
             let z = |v: &str| per_msg(codec, payload, v, "zap");
-            rows.push(vec![
+            rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 sys.map_or_else(dash, fmt::sig3),

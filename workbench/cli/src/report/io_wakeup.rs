@@ -7,7 +7,7 @@
 use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -60,7 +60,7 @@ fn table(run: &Run) -> Result<Table> {
     let cpu_pct =
         |spin| -> Result<Vec<f64>> { Ok(at("cpu", None, spin, "cpu_per_s")?.iter().map(|c| c * 100.0).collect()) };
     for &spin in spins.iter().rev() {
-        rows.push(vec![
+        rows.push(row![
             setting(spin),
             spread(&at("pings", Some("quiet"), spin, "p99_us")?),
             spread(&at("pings", Some("chains"), spin, "p50_us")?),
@@ -70,7 +70,7 @@ fn table(run: &Run) -> Result<Table> {
         ]);
     }
     if let (Some(&on), Some(&off)) = (spins.iter().rev().find(|&&s| s > 0), spins.first().filter(|&&s| s == 0)) {
-        rows.push(vec![
+        rows.push(row![
             format!("{} ÷ off", setting(on)),
             ratio_range(&per_round("pings", Some("quiet"), on, off, "p99_us")?),
             ratio_range(&per_round("pings", Some("chains"), on, off, "p50_us")?),

@@ -105,7 +105,7 @@ pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
         }
     }
     for t in &mut out {
-        if t.rows.iter().any(|r| r.first().is_some_and(|n| n.ends_with('*'))) {
+        if t.rows.iter().any(|r| r.first().is_some_and(|n| n.text.ends_with('*'))) {
             t.caption.push(' ');
             t.caption.push_str(tables::IDIOMS);
         }

@@ -8,7 +8,7 @@ use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ fn table(run: &Run) -> Result<Table> {
             let flights = |mode| -> Result<String> {
                 Ok(median(&ms(mode, rtt, depth, "flights")?).map_or_else(dash, fmt::count))
             };
-            rows.push(vec![
+            rows.push(row![
                 rtt_label(rtt),
                 depth.to_string(),
                 p.map_or_else(dash, fmt::sig3),

@@ -10,7 +10,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
-use crate::report::tables::{dash, display_name, floats, ratio, select, source_of, Table};
+use crate::report::tables::{dash, display_name, floats, ratio, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -110,7 +110,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
                 (Some(p), Some(f)) if f > 0.0 => (ratio(Some(p / f)), fmt::sig3(p - f)),
                 _ => (dash(), dash()),
             };
-            rows.push(vec![
+            rows.push(row![
                 display_name(t),
                 fmt::bytes(payload as f64),
                 fmt::thousands(v.len() as u64),

@@ -8,7 +8,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, select, source_of, Table};
+use crate::report::tables::{dash, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -54,7 +54,7 @@ fn table(run: &Run) -> Result<Table> {
             }
             let live = last("live_heap_bytes")?;
             let live0 = series(run, &w, v, "live_heap_bytes")?.iter().find(|p| p.0 > 0.0).map(|p| p.1);
-            rows.push(vec![
+            rows.push(row![
                 w.clone(),
                 v.clone(),
                 fmt::thousands(n as u64),

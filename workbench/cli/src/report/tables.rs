@@ -19,9 +19,54 @@ pub struct Table {
     /// Plain text: `to_latex` escapes it, `to_markdown` shows it as is.
     pub caption: String,
     pub header: Vec<&'static str>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<Cell>>,
     pub source: String,
 }
+
+/// One cell of a table: its headline and, when it summarises several runs,
+/// their range, rendered `headline [min, max]`. The paper's macros read
+/// the headline from here ([`Cell::text`]); nothing parses a rendered cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub text: String,
+    pub range: Option<(String, String)>,
+}
+
+impl Cell {
+    /// A headline with the range of the values it summarises.
+    pub fn ranged(text: String, lo: String, hi: String) -> Cell {
+        Cell { text, range: Some((lo, hi)) }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell { text, range: None }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell::from(text.to_string())
+    }
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.range {
+            None => f.write_str(&self.text),
+            Some((lo, hi)) => write!(f, "{} [{lo}, {hi}]", self.text),
+        }
+    }
+}
+
+/// A table row from cells, strings or both: `row![name, Cell::ranged(…)]`.
+macro_rules! row {
+    ($($cell:expr),* $(,)?) => {
+        vec![$($crate::report::tables::Cell::from($cell)),*]
+    };
+}
+pub(crate) use row;
 
 /// Said in the caption of every table with a row marked `*`.
 pub const IDIOMS: &str = "Rows marked * are the peer's documented fastest idiom: FlatBuffers with the byte fields as \
@@ -136,11 +181,11 @@ pub(crate) fn dash() -> String {
     "–".into()
 }
 
-pub(crate) fn dist(s: Option<(f64, f64, f64)>) -> String {
+pub(crate) fn dist(s: Option<(f64, f64, f64)>) -> Cell {
     match s {
-        Some((med, min, max)) if min == max => fmt::count(med),
-        Some((med, min, max)) => format!("{} [{}, {}]", fmt::count(med), fmt::count(min), fmt::count(max)),
-        None => dash(),
+        Some((med, min, max)) if min == max => fmt::count(med).into(),
+        Some((med, min, max)) => Cell::ranged(fmt::count(med), fmt::count(min), fmt::count(max)),
+        None => dash().into(),
     }
 }
 
@@ -207,7 +252,7 @@ impl Table {
         s += &self.header.iter().map(|h| format!("\\textbf{{{}}}", tex_escape(h))).collect::<Vec<_>>().join(" & ");
         s += " \\\\\n\\midrule\n";
         for row in &self.rows {
-            s += &row.iter().map(|c| tex_escape(c)).collect::<Vec<_>>().join(" & ");
+            s += &row.iter().map(|c| tex_escape(&c.to_string())).collect::<Vec<_>>().join(" & ");
             s += " \\\\\n";
         }
         s += "\\bottomrule\n\\end{tabular}}\n\\end{table}\n";
@@ -223,7 +268,7 @@ impl Table {
             self.header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()
         );
         for row in &self.rows {
-            s += &format!("| {} |\n", row.join(" | "));
+            s += &format!("| {} |\n", row.iter().map(Cell::to_string).collect::<Vec<_>>().join(" | "));
         }
         s
     }

@@ -9,7 +9,7 @@ use super::{distinct_u64, median, ratio_range, values, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ fn table(run: &Run) -> Result<Table> {
                 "rss_bytes",
             )?;
             let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-            rows.push(vec![
+            rows.push(row![
                 engine_name(&engine),
                 query.clone(),
                 c.to_string(),
@@ -214,7 +214,7 @@ fn versus(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for query in &queries {
         for &c in levels.iter().filter(|&&c| c == 1 || concurrent) {
-            rows.push(vec![
+            rows.push(row![
                 query.clone(),
                 c.to_string(),
                 show(qps("ours", query, c)?),

@@ -4,7 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, select, source_of, Table};
+use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
@@ -19,7 +19,7 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
         for &payload in &spec.payloads {
             let d = select(df, &[("codec", t), ("variant", "dhat")], &[("payload", payload as u64)])?;
             let j = select(df, &[("codec", t), ("variant", "jemalloc")], &[("payload", payload as u64)])?;
-            rows.push(vec![
+            rows.push(row![
                 display_name(t),
                 fmt::bytes(payload as f64),
                 dist(mean_stats(&d, "allocs")?),
