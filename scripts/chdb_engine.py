@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Upstream ClickHouse in process (chDB), one client per process.
 
-The throughput experiment's load driver (`datastore-server cell`) starts one
+The throughput experiment's load driver (`datastore-load --cell`) starts one
 process of this script to load the table, then one per concurrent client,
 and speaks JSON lines with each over stdin/stdout. The first line printed is
 {"ready": true, "version": ..., "chdb": ...} or, when chDB is missing,

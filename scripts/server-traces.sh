@@ -2,7 +2,7 @@
 # dhat traces of the datastore server, one per workload query, for
 # `workbench trace top|diff|tree|view`. For each query of `datastore queries`,
 # the server's dhat build serves a freshly loaded table, a client runs the
-# query COUNT times (one connection each, as `datastore-server client` does),
+# query COUNT times (one connection each, as `datastore-load client` does),
 # and SIGTERM makes the server exit and write its trace.
 #   scripts/server-traces.sh           # quick: 100,000 rows, 20 queries each
 #   scripts/server-traces.sh --full    # the paper's 10,000,000 rows, 10 each
@@ -44,7 +44,7 @@ while IFS=$'\t' read -r name sql; do
     addr=$(sed -n 's/^listening on //p' "$work/listen")
     [ -n "$addr" ] || { echo "server-traces: the server did not start; see its log:" >&2; cat "$work/server.log" >&2; exit 1; }
     for i in $(seq "$count"); do
-        target/release/datastore-server client "$addr" "$sql" > /dev/null
+        target/release/datastore-load client "$addr" "$sql" > /dev/null
         printf '\r%s: %d/%d queries' "$name" "$i" "$count" >&2
     done
     kill -TERM "$pid"; wait "$pid"; pid=

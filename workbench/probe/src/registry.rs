@@ -25,17 +25,32 @@ pub enum Target {
     /// `subject` (crate `subjects`): codecs and transport stacks.
     #[default]
     Subject,
-    /// `datastore-server` (crate `server`): the driver process spawns the
-    /// measured server as its child.
+    /// `datastore-server` (crate `server`): a cell runs in `datastore-load`,
+    /// the driver, which spawns the measured `datastore-server` beside it as
+    /// its child.
     DatastoreServer,
 }
 
 impl Target {
-    /// The cargo package and binary.
+    /// The cargo package and the binary that runs a cell (`--cell`).
     pub fn package_and_bin(self) -> (&'static str, &'static str) {
+        (self.package(), self.binaries()[0])
+    }
+
+    /// The cargo package.
+    pub fn package(self) -> &'static str {
         match self {
-            Target::Subject => ("subjects", "subject"),
-            Target::DatastoreServer => ("server", "datastore-server"),
+            Target::Subject => "subjects",
+            Target::DatastoreServer => "server",
+        }
+    }
+
+    /// Every binary a build of this target makes, the cell's first; they
+    /// are built, copied and run together, each finding the others beside it.
+    pub fn binaries(self) -> &'static [&'static str] {
+        match self {
+            Target::Subject => &["subject"],
+            Target::DatastoreServer => &["datastore-load", "datastore-server"],
         }
     }
 

@@ -12,7 +12,7 @@
 //! change every crate's flags, so those variants get a directory each, and
 //! a profile-guided one its own. Cargo writes every variant's binary to the
 //! same path, so each build runs under a lock on its directory and leaves
-//! its binary at `<dir>/bin/<binary>-<variant>`, which no other build touches.
+//! its binaries at `<dir>/bin/<variant>/<binary>`, which no other build touches.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ fn build_dir(v: &Variant) -> &'static str {
 }
 
 /// Builds a plain variant in its shared directory and copies the binary
-/// out to `<dir>/bin/<binary>-<variant>` before another build may replace it.
+/// out to `<dir>/bin/<variant>/` before another build may replace them.
 /// NOTE: the lock covers cargo and the copy, since cargo's own lock is
 /// released before we read the binary it wrote; the copy is renamed into
 /// place, so a process still running the previous file keeps its inode.
@@ -51,12 +51,25 @@ fn build_shared(
     let lock = std::fs::File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
     lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
     let built = cargo_build(root, &target_dir, target, v, "", log_file, log)?;
-    let (_, name) = target.package_and_bin();
-    let out = bin_dir.join(format!("{name}-{}", v.name));
-    let tmp = bin_dir.join(format!(".{name}-{}.{}", v.name, std::process::id()));
-    std::fs::copy(&built, &tmp).with_context(|| format!("copying {} to {}", built.display(), tmp.display()))?;
-    std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
-    Ok(out)
+    copy_binaries(&built, &bin_dir.join(v.name), target)
+}
+
+/// Copies `target`'s binaries from beside `cell_bin` into `to` (each through
+/// a temporary name and a rename, so a reader sees a whole file or the old
+/// one); returns the copy of the cell's binary.
+pub fn copy_binaries(cell_bin: &Path, to: &Path, target: Target) -> Result<PathBuf> {
+    if to.is_file() {
+        // A binary of the layout before the driver and server were split.
+        std::fs::remove_file(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for b in target.binaries() {
+        let from = cell_bin.with_file_name(b);
+        let (out, tmp) = (to.join(b), to.join(format!(".{b}.{}", std::process::id())));
+        std::fs::copy(&from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+        std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    }
+    Ok(to.join(target.package_and_bin().1))
 }
 
 /// Builds `target` for `variant` and returns the binary's path. Cargo's
@@ -99,15 +112,19 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
     if !v.bolt {
         return Ok(bin);
     }
-    // 3. BOLT: instrument, train, optimise with the profile.
+    // 3. BOLT on the measured server (the driver beside it stays as built):
+    // instrument, train, optimise with the profile.
+    let server = bin.with_file_name("datastore-server");
     let bolt = bolt_tool("llvm-bolt")?;
     let fdata_dir = dir.join(format!("{variant}-fdata"));
     let _ = std::fs::remove_dir_all(&fdata_dir);
     std::fs::create_dir_all(&fdata_dir)?;
-    let inst = dir.join(format!("{variant}.instrumented"));
+    let inst_dir = dir.join(format!("{variant}.instrumented"));
+    let inst_load = copy_binaries(&bin, &inst_dir, target)?;
+    let inst = inst_dir.join("datastore-server");
     run_tool(
         Command::new(&bolt)
-            .arg(&bin)
+            .arg(&server)
             .arg("-instrument")
             .arg(format!("--instrumentation-file={}", fdata_dir.join("prof.fdata").display()))
             .arg("--instrumentation-file-append-pid")
@@ -116,7 +133,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         &mut log_file,
         log,
     )?;
-    train(&inst, &dir.join(format!("{variant}-bolt-train")), &mut log_file, log)?;
+    train(&inst_load, &dir.join(format!("{variant}-bolt-train")), &mut log_file, log)?;
     let fdata: Vec<PathBuf> = std::fs::read_dir(&fdata_dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     if fdata.is_empty() {
         bail!("variant {variant}: the BOLT training run wrote no profile into {}", fdata_dir.display());
@@ -127,10 +144,12 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         bail!("merge-fdata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     std::fs::write(&merged, &out.stdout)?;
-    let bolted = dir.join(format!("{variant}.bolt"));
+    let bolted_dir = dir.join(format!("{variant}.bolt"));
+    let bolted_load = copy_binaries(&bin, &bolted_dir, target)?;
+    let bolted = bolted_dir.join("datastore-server");
     run_tool(
         Command::new(&bolt)
-            .arg(&bin)
+            .arg(&server)
             .arg("-o")
             .arg(&bolted)
             .arg(format!("-data={}", merged.display()))
@@ -139,7 +158,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         &mut log_file,
         log,
     )?;
-    Ok(bolted)
+    Ok(bolted_load)
 }
 
 /// Whether `key` is one of the variables cargo sets for the package it runs
@@ -161,9 +180,11 @@ fn cargo_build(
     let (package, name) = target.package_and_bin();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root)
-        .args(["build", "--profile", PROFILE, "-p", package, "--bin", name, "--target-dir"])
-        .arg(target_dir);
+    cmd.current_dir(root).args(["build", "--profile", PROFILE, "-p", package]);
+    for b in target.binaries() {
+        cmd.args(["--bin", b]);
+    }
+    cmd.arg("--target-dir").arg(target_dir);
     // The variables cargo sets for a running package (a test binary of this
     // crate, say) would leak into the build: a build script that reruns when
     // one of them changes (ring's watches CARGO_MANIFEST_DIR and
@@ -189,11 +210,13 @@ fn cargo_build(
     if !status.success() {
         bail!("building {name} ({}) failed ({status}); see {}", v.name, log.display());
     }
-    let bin = target_dir.join(PROFILE).join(name);
-    if !bin.exists() {
-        bail!("cargo succeeded but {} is missing", bin.display());
+    for b in target.binaries() {
+        let p = target_dir.join(PROFILE).join(b);
+        if !p.exists() {
+            bail!("cargo succeeded but {} is missing", p.display());
+        }
     }
-    Ok(bin)
+    Ok(target_dir.join(PROFILE).join(name))
 }
 
 /// The training workload of profile-guided builds: a short run of the

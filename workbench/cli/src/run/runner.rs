@@ -183,9 +183,7 @@ impl Binaries {
         sp.finish_and_clear();
         let bin = bin?;
         let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
-        std::fs::create_dir_all(&*private).with_context(|| format!("creating {}", private.display()))?;
-        let copy = private.join(format!("{name}-{variant}"));
-        std::fs::copy(&bin, &copy).with_context(|| format!("copying {} to {}", bin.display(), copy.display()))?;
+        let copy = build::copy_binaries(&bin, &private.join(format!("{name}-{variant}")), target)?;
         self.built.insert(key, copy.clone());
         Ok(copy)
     }

@@ -18,7 +18,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if cell.params.contains_key("chdb") {
         bail!("{}: params.chdb: the build stages compare our builds only", cell.experiment);
     }
-    let exe = std::env::current_exe().context("locating this executable")?;
+    // The measured server's file, not this driver's.
+    let exe = super::server_bin()?;
     let bytes = std::fs::metadata(&exe).with_context(|| format!("reading {}", exe.display()))?.len();
     // Debug info differs by stage (BOLT drops it): the code's size is the
     // file without it, `strip --strip-debug` of a copy.

@@ -1,6 +1,6 @@
 //! The engine alone, without the server or the protocol: the workload's
 //! three queries timed in one process that only opens the table and runs
-//! them (`datastore-server engine`, a child of the cell, so that its memory
+//! them (`datastore-load engine`, a child of the cell, so that its memory
 //! figures are those of serving queries, not of loading the table).
 //!
 //! For each `threads` setting (0 = every core): one warm-up round, then
@@ -66,7 +66,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     Ok(())
 }
 
-/// `datastore-server engine`: opens `data`, times the workload's queries,
+/// `datastore-load engine`: opens `data`, times the workload's queries,
 /// prints records as JSON lines.
 pub fn engine(data: &Path, runs: usize, threads: usize) -> Result<()> {
     let mut out = Records::new(Box::new(std::io::stdout()));

@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 pub use probe::Cell;
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 pub mod build_stages;
@@ -111,7 +111,23 @@ pub fn open_files_limit(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-/// The measured server: this binary's `serve`, in a child process.
+/// The measured server's binary: `WORKBENCH_SERVER_BIN` if set, else the
+/// `datastore-server` beside this driver (the workbench builds, copies and
+/// runs a variant's two binaries together, so the server is the driver's
+/// build).
+pub fn server_bin() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("WORKBENCH_SERVER_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().context("locating this executable")?;
+    let bin = exe.with_file_name("datastore-server");
+    if !bin.exists() {
+        bail!("no datastore-server beside {} (build both binaries, or set WORKBENCH_SERVER_BIN)", exe.display());
+    }
+    Ok(bin)
+}
+
+/// The measured server: [`server_bin`]'s `serve`, in a child process.
 pub struct ServerChild {
     child: Option<Child>,
     pub addr: SocketAddr,
@@ -121,8 +137,7 @@ impl ServerChild {
     /// Starts `serve --listen 127.0.0.1:0 --data DATA [--trace T] EXTRA…`
     /// and reads the bound address from its first line.
     pub fn spawn(data: &Path, trace: Option<&Path>, extra: &[&str]) -> Result<ServerChild> {
-        let bin = std::env::current_exe().context("locating this executable")?;
-        ServerChild::spawn_bin(&bin, data, trace, extra)
+        ServerChild::spawn_bin(&server_bin()?, data, trace, extra)
     }
 
     pub fn spawn_bin(bin: &Path, data: &Path, trace: Option<&Path>, extra: &[&str]) -> Result<ServerChild> {
