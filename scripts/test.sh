@@ -3,13 +3,37 @@
 # (the same profile as the main job, so polars compiles once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time, printed at the end (pass or fail) so that a slow
+# phase shows on any machine, CI included.
+phases=()
+phase_name=""
+phase_start=$SECONDS
+test_start=$SECONDS
+end_phase() {
+    if [ -n "$phase_name" ]; then
+        phases+=("$(printf '%6ds  %s' $((SECONDS - phase_start)) "$phase_name")")
+    fi
+}
+step() { end_phase; phase_name="$*"; phase_start=$SECONDS; echo; echo "==> $*"; }
+print_phases() {
+    local status=${1:-$?}
+    end_phase
+    phase_name=""
+    echo
+    echo "==> time by phase ($([ $status -eq 0 ] && echo passed || echo "FAILED, exit $status"))"
+    printf '%s\n' "${phases[@]}"
+    printf '%6ds  total\n' $((SECONDS - test_start))
+}
+trap print_phases EXIT
+
+step "setup (scripts/setup.sh: apt, PyPI, tools)"
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 
-step() { echo; echo "==> $*"; }
-
 step "cargo fmt --check"
 cargo fmt --all -- --check
+step "module graphs (no cycle in any crate)"
+python3 scripts/modgraph.py
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 step "tests (release profile)"
@@ -31,7 +55,7 @@ step "paper (workbench tables, claims, paper) from HEAD's data, in a worktree"
 wt_parent="$(mktemp -d)"
 wt="$wt_parent/head"
 git worktree add --detach --quiet "$wt" HEAD
-trap 'git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"' EXIT
+trap 'st=$?; git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"; print_phases "$st"' EXIT
 target/release/workbench --root "$wt" tables >/dev/null
 target/release/workbench --root "$wt" tables --scale full >/dev/null
 target/release/workbench --root "$wt" paper

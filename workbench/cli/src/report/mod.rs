@@ -221,6 +221,8 @@ mod tests {
         }
         for e in probe::registry::ALL {
             assert!(REPORTS.iter().any(|r| r.dataset() == e.name), "registered {} has no report", e.name);
+            let spec = crate::default_root().join("experiments").join(format!("{}.toml", e.name));
+            assert!(spec.exists(), "registered {} has no spec {}", e.name, spec.display());
         }
     }
 
