@@ -128,7 +128,7 @@ fn main() -> Result<()> {
                     println!("listening on {addr}");
                     let _ = std::io::stdout().flush();
                 },
-                stop_signal(),
+                server::shutdown::signal(),
             )?;
             eprintln!("shut down: {summary}");
             if probe::VARIANT == probe::Variant::Dhat {
@@ -137,13 +137,4 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-    }
 }

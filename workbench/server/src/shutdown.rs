@@ -38,3 +38,13 @@ impl Drop for Busy<'_> {
         self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+/// Resolves on Ctrl-C or SIGTERM: how both binaries (the server, and the
+/// load binary's delay proxy) are asked to stop.
+pub async fn signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
+}

@@ -103,15 +103,6 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-    }
-}
-
 fn proxy(listen: &str, upstream: SocketAddr, delay_ms: f64, report_s: u64) -> Result<()> {
     if !(delay_ms >= 0.0 && delay_ms.is_finite()) {
         bail!("--delay-ms must be a non-negative number, got {delay_ms}");
@@ -124,7 +115,7 @@ fn proxy(listen: &str, upstream: SocketAddr, delay_ms: f64, report_s: u64) -> Re
     let stats = p.stats.clone();
     rt.block_on(async {
         tokio::select! {
-            _ = stop_signal() => {}
+            _ = server::shutdown::signal() => {}
             _ = async {
                 loop {
                     tokio::time::sleep(Duration::from_secs(report_s.max(1))).await;
