@@ -26,14 +26,16 @@
 //! - [`exec`]: the query a SELECT asks ([`exec::query`]), a [`exec::Plan`] and its operators (scan with granule pruning,
 //!   columnar aggregation, radix quantile, top-k) under per-query [`Limits`]
 //!   (deadline, rows, threads); [`Db::select`] is the engine API a server calls.
-//! - [`gen`]: the paper's deterministic workload generator and Parquet export.
 //! - [`Db`]: a data directory of tables, the entry point for SQL.
+//!
+//! The workload the paper runs on it (its generator and Parquet export)
+//! and the engine's command line (`datastore load|query|parts`) live on
+//! the workbench side, in the `server` crate (`server::workload`).
 
 #![forbid(unsafe_code)]
 
 pub mod error;
 pub mod exec;
-pub mod gen;
 pub mod sql;
 pub mod storage;
 pub mod types;

@@ -2,17 +2,18 @@
 //! the table as it was: the same parts, in memory and on disk, and after a
 //! reopen no trace of the half-written result.
 
-use datastore::{gen, Db};
+use datastore::Db;
+use server::workload;
 
 #[test]
 fn failed_merge_keeps_the_old_parts() {
     let dir = std::env::temp_dir().join(format!("datastore-merge-fail-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
-    db.execute(gen::CREATE).unwrap();
+    db.execute(workload::CREATE).unwrap();
     let t = db.table("t").unwrap();
     for b in 0..3u64 {
-        t.insert(&gen::batch(5, b * 20_000, (b + 1) * 20_000)).unwrap();
+        t.insert(&workload::batch(5, b * 20_000, (b + 1) * 20_000)).unwrap();
     }
     let before: Vec<String> = t.snapshot().iter().map(|p| p.meta.name.clone()).collect();
     // Damage the last granule's block of one column in the last part.

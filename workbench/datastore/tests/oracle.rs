@@ -3,8 +3,9 @@
 
 #![allow(deprecated)] // polars' eager group-by aggregations: fine for an oracle
 
-use datastore::{gen, Db, Value};
+use datastore::{Db, Value};
 use polars::prelude::*;
+use server::workload;
 use std::sync::OnceLock;
 
 const ROWS: u64 = 50_000;
@@ -23,18 +24,18 @@ fn fixture() -> &'static Fixture {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("datastore-oracle");
         let _ = std::fs::remove_dir_all(&dir);
         let db = Db::open(&dir).unwrap();
-        db.execute(gen::CREATE).unwrap();
+        db.execute(workload::CREATE).unwrap();
         let t = db.table("t").unwrap();
         // Parts of several levels: three inserts merged into one, then two more.
         for (from, to) in [(0, 12_000), (12_000, 24_000), (24_000, 36_000)] {
-            t.insert(&gen::batch(SEED, from, to)).unwrap();
+            t.insert(&workload::batch(SEED, from, to)).unwrap();
         }
         t.optimize().unwrap();
-        t.insert(&gen::batch(SEED, 36_000, 48_000)).unwrap();
-        t.insert(&gen::batch(SEED, 48_000, ROWS)).unwrap();
+        t.insert(&workload::batch(SEED, 36_000, 48_000)).unwrap();
+        t.insert(&workload::batch(SEED, 48_000, ROWS)).unwrap();
         assert_eq!(t.snapshot().len(), 3);
         let pq = dir.join("t.parquet");
-        gen::write_parquet(&pq, SEED, ROWS, 7_000).unwrap();
+        workload::write_parquet(&pq, SEED, ROWS, 7_000).unwrap();
         let df = ParquetReader::new(std::fs::File::open(&pq).unwrap()).finish().unwrap();
         assert_eq!(df.height() as u64, ROWS);
         Fixture { db, df }
@@ -172,7 +173,7 @@ fn paper_query_3_filtered_count() {
 fn every_predicate_form_matches_and_prunes_as_expected() {
     let f = fixture();
     let df = &f.df;
-    let t0 = gen::EPOCH - gen::WINDOW;
+    let t0 = workload::EPOCH - workload::WINDOW;
     let day = 86_400i64;
     type Mask = Box<dyn Fn(&DataFrame) -> BooleanChunked>;
     let cases: Vec<(String, Mask)> = vec![
@@ -306,7 +307,7 @@ fn spilled_quantiles_stay_exact() {
 #[test]
 fn answers_do_not_depend_on_threads() {
     let f = fixture();
-    for (_, sql) in gen::QUERIES {
+    for (_, sql) in workload::QUERIES {
         let run = |threads| {
             let limits = datastore::Limits { threads, ..Default::default() };
             f.db.select(sql, &[], &limits).unwrap()

@@ -3,20 +3,21 @@
 //! (inside a single first-key value) only a sliver of those, and the
 //! answers still match a brute-force count over the generated rows.
 
-use datastore::{gen, ColumnData, Db, Output, Value};
+use datastore::{ColumnData, Db, Output, Value};
+use server::workload;
 
 #[test]
 fn key_predicates_read_few_granules_and_stay_exact() {
     let dir = std::env::temp_dir().join(format!("datastore-pruning-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
-    db.execute(gen::CREATE).unwrap();
+    db.execute(workload::CREATE).unwrap();
     let rows = 400_000;
-    let batch = gen::batch(9, 0, rows);
+    let batch = workload::batch(9, 0, rows);
     db.table("t").unwrap().insert(&batch).unwrap();
 
     let (ColumnData::U64(ts), ColumnData::Str(cat)) = (&batch.columns[2], &batch.columns[4]) else { panic!() };
-    let (lo, hi) = (gen::EPOCH - gen::WINDOW + 10 * 86_400, gen::EPOCH - gen::WINDOW + 12 * 86_400);
+    let (lo, hi) = (workload::EPOCH - workload::WINDOW + 10 * 86_400, workload::EPOCH - workload::WINDOW + 12 * 86_400);
     let brute = |f: &dyn Fn(usize) -> bool| (0..rows as usize).filter(|&i| f(i)).count() as u64;
     let run = |sql: &str| {
         let Output::Rows(r, s) = db.execute(sql).unwrap() else { panic!() };
@@ -42,7 +43,7 @@ fn key_predicates_read_few_granules_and_stay_exact() {
 
     // Past every timestamp: only the two granules straddling the category's
     // edges are read; past every key: nothing.
-    let (n, s) = run(&format!("SELECT count() FROM t WHERE category = 'api' AND ts > {}", gen::EPOCH + 1));
+    let (n, s) = run(&format!("SELECT count() FROM t WHERE category = 'api' AND ts > {}", workload::EPOCH + 1));
     assert_eq!((n, s.granules_read), (Value::U(0), 2));
     let (n, s) = run("SELECT count() FROM t WHERE category >= 'x'");
     assert_eq!((n, s.granules_read), (Value::U(0), 0));

@@ -1,7 +1,8 @@
 //! Unsupported or wrong SQL is an error naming the construct, the column or
 //! the table, and the position; never a panic.
 
-use datastore::{gen, Db, Error};
+use datastore::{Db, Error};
+use server::workload;
 
 fn db(tag: &str) -> Db {
     // NOTE: fixed directories under cargo's per-target scratch space, each
@@ -9,8 +10,8 @@ fn db(tag: &str) -> Db {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datastore-sql-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
-    db.execute(gen::CREATE).unwrap();
-    db.table("t").unwrap().insert(&gen::batch(1, 0, 100)).unwrap();
+    db.execute(workload::CREATE).unwrap();
+    db.table("t").unwrap().insert(&workload::batch(1, 0, 100)).unwrap();
     db
 }
 
@@ -57,11 +58,11 @@ fn errors_name_what_and_where() {
 fn bad_inserts_name_the_column() {
     let db = db("inserts");
     let t = db.table("t").unwrap();
-    let mut b = gen::batch(1, 0, 10);
+    let mut b = workload::batch(1, 0, 10);
     b.columns[1] = datastore::ColumnData::U64(vec![u32::MAX as u64 + 1; 10]);
     let e = t.insert(&b).unwrap_err().to_string();
     assert!(e.contains("user_id") && e.contains("does not fit UInt32"), "{e}");
-    let mut b = gen::batch(1, 0, 10);
+    let mut b = workload::batch(1, 0, 10);
     b.columns.pop();
     assert!(t.insert(&b).unwrap_err().to_string().contains("4 columns"));
 }

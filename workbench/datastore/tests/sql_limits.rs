@@ -6,16 +6,17 @@
 //! aborted the whole server.
 
 use datastore::sql::limits::{self, measure_sql, MAX_IN_LIST, MAX_NESTING, MAX_OPERATORS, MAX_SQL_BYTES, STACK};
-use datastore::{gen, Db, Error, Value};
+use datastore::{Db, Error, Value};
+use server::workload;
 
 fn db(tag: &str) -> Db {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datastore-limits-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Db::open(&dir).unwrap();
-    db.execute(gen::CREATE).unwrap();
+    db.execute(workload::CREATE).unwrap();
     // Two parts, so the filter runs over more than one.
-    db.table("t").unwrap().insert(&gen::batch(1, 0, 20_000)).unwrap();
-    db.table("t").unwrap().insert(&gen::batch(1, 20_000, 40_000)).unwrap();
+    db.table("t").unwrap().insert(&workload::batch(1, 0, 20_000)).unwrap();
+    db.table("t").unwrap().insert(&workload::batch(1, 20_000, 40_000)).unwrap();
     db
 }
 

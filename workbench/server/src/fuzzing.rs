@@ -73,7 +73,7 @@ impl Target {
     pub fn start(dir: &Path) -> Result<Target, String> {
         let _ = std::fs::remove_dir_all(dir);
         let db = datastore::Db::open(dir).map_err(|e| e.to_string())?;
-        datastore::gen::load(&db, 1_000, 7, 500, true, |_, _| {}).map_err(|e| e.to_string())?;
+        crate::workload::load(&db, 1_000, 7, 500, true, |_, _| {}).map_err(|e| e.to_string())?;
         drop(db);
         let cfg = Config {
             max_frame: 1 << 20,
@@ -160,7 +160,7 @@ impl Target {
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let q = |p: u32, t: u32, sql: &str| frame(protocol::QUERY, p, t, sql.as_bytes());
     let (mut w, mut b) = (protocol::ColumnsWriter::default(), Builder::new());
-    let batch = datastore::gen::batch(3, 5_000, 5_010);
+    let batch = crate::workload::batch(3, 5_000, 5_010);
     use datastore::ColumnType as T;
     let schema = [("id", T::UInt64), ("user_id", T::UInt32), ("ts", T::DateTime), ("value", T::Float64)]
         .into_iter()

@@ -34,6 +34,8 @@
 //! - [`shutdown`]: the signal idle connections wait on.
 //! - [`experiments`]: the measured runs the workbench drives (one file each).
 //! - [`fuzzing`]: the request path as a fuzz target (a server on a small table), its seeds and mutator.
+//! - [`workload`]: the paper's table, generated deterministically, its queries and its Parquet export
+//!   (what the experiments load, the peers read and the `datastore` binary's `load` writes).
 //! - [`chain`]: the dependent-chain workload (pipelined and request-response).
 //! - [`client`]: the pipelined client (`call` returns a promise; chains need no waiting).
 //! - [`proxy`]: a delay proxy that holds every byte for a fixed one-way delay and counts flights.
@@ -52,6 +54,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod shutdown;
 pub mod work;
+pub mod workload;
 
 use connection::{Counters, Shared};
 use limits::Config;

@@ -5,8 +5,9 @@
 mod common;
 
 use common::TempDir;
-use datastore::{gen, Db, Value};
+use datastore::{Db, Value};
 use server::client::Client;
+use server::workload;
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -33,20 +34,20 @@ fn insert_and_kill(dir: &std::path::Path, from: u64, n: u64) -> u64 {
     let (mut child, addr) = spawn(dir);
     let mut c = Client::connect(addr).unwrap();
     if from == 0 {
-        c.execute(gen::CREATE).unwrap();
+        c.execute(workload::CREATE).unwrap();
     }
     let cols: Vec<(String, datastore::ColumnType)> =
         Db::open(dir).unwrap().table("t").unwrap().schema.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
     let mut acked = None;
     for b in from..from + n {
-        let p = c.insert("t", &cols, &gen::batch(b, b * BATCH, (b + 1) * BATCH)).unwrap();
+        let p = c.insert("t", &cols, &workload::batch(b, b * BATCH, (b + 1) * BATCH)).unwrap();
         c.wait(p).unwrap();
         c.finish(p).unwrap();
         acked = Some(b);
     }
     // One more in flight as the server dies.
     let b = from + n;
-    c.insert("t", &cols, &gen::batch(b, b * BATCH, (b + 1) * BATCH)).unwrap();
+    c.insert("t", &cols, &workload::batch(b, b * BATCH, (b + 1) * BATCH)).unwrap();
     c.flush().unwrap();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();

@@ -16,7 +16,7 @@ fn a_ping_is_answered_while_the_io_thread_polls_for_a_lone_query() {
     let dir = TempDir::new("wakeup");
     let data = dir.0.join("data");
     let db = datastore::Db::open(&data).unwrap();
-    datastore::gen::load(&db, 1_000_000, 7, 1_000_000, true, |_, _| {}).unwrap();
+    server::workload::load(&db, 1_000_000, 7, 1_000_000, true, |_, _| {}).unwrap();
     drop(db);
     // A spin far longer than the query, on one scan thread so the query is slow.
     let cfg = Config { idle_spin: Duration::from_secs(20), query_threads: 1, ..Config::default() };

@@ -10,8 +10,8 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, select, source_of, Cell, Table};
 use anyhow::Result;
-use datastore::gen::QUERIES;
 use probe::registry;
+use server::workload::QUERIES;
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of(registry::BUILD_STAGES, table, Some(figure));

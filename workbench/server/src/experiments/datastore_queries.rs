@@ -14,8 +14,8 @@
 //! threads, rss_open_bytes, rss_after_bytes, rss_peak_bytes.
 
 use super::{progress, Cell, Experiment, Records};
+use crate::workload;
 use anyhow::{bail, Context, Result};
-use datastore::gen;
 use serde_json::json;
 use std::io::BufRead;
 use std::path::Path;
@@ -34,7 +34,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
-    gen::load(&db, rows, cell.seed, batch, true, |_, _| {})
+    workload::load(&db, rows, cell.seed, batch, true, |_, _| {})
         .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
     let t = db.table("t")?;
     let parts = t.snapshot();
@@ -76,7 +76,7 @@ pub fn engine(data: &Path, runs: usize, threads: usize) -> Result<()> {
     let (rss_open, _) = rss();
     let limits = datastore::Limits { threads, ..Default::default() };
     for round in 0..=runs {
-        for (name, sql) in gen::QUERIES {
+        for (name, sql) in workload::QUERIES {
             let t0 = Instant::now();
             let (r, stats) = db.select(sql, &[], &limits).with_context(|| format!("{name}: {sql}"))?;
             let ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -26,8 +26,8 @@
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
 use crate::protocol;
+use crate::workload;
 use anyhow::{bail, Context, Result};
-use datastore::gen;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -57,7 +57,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
-    gen::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
+    workload::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
     drop(db);
     let flags = [
         "--answer-budget".to_string(),
@@ -299,7 +299,7 @@ fn act(
         }
         _ => {
             // Ordinary work: its answer must not change while others misbehave.
-            let (name, sql) = gen::QUERIES[rng.below(gen::QUERIES.len())];
+            let (name, sql) = workload::QUERIES[rng.below(workload::QUERIES.len())];
             s.send(&frame(protocol::QUERY, 1, 0, sql.as_bytes()))?;
             let (st, body) = s.recv()?.context("an ordinary query went unanswered")?;
             count(seen, "ordinary", st);

@@ -14,8 +14,8 @@
 
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::client::Client;
+use crate::workload;
 use anyhow::{bail, Context, Result};
-use datastore::gen;
 use serde_json::json;
 
 pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
@@ -33,7 +33,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let mut done_before = 0;
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
-    gen::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})?;
+    workload::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})?;
     drop(db);
     // One server per workload: each starts from the same cold heap.
     for w in &workloads {
@@ -65,7 +65,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                     c.finish(p)?;
                 }
                 "mix" => {
-                    let (_, sql) = gen::QUERIES[(i % gen::QUERIES.len() as u64) as usize];
+                    let (_, sql) = workload::QUERIES[(i % workload::QUERIES.len() as u64) as usize];
                     c.execute(sql).with_context(|| format!("query {i}"))?;
                 }
                 other => bail!("{}: params.workloads: unknown workload {other:?}; use ping or mix", cell.experiment),

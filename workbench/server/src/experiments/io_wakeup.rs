@@ -24,8 +24,8 @@
 use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::chain;
 use crate::client::Client;
+use crate::workload;
 use anyhow::{bail, Context, Result};
-use datastore::gen;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +66,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
-    gen::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})
+    workload::load(&db, rows, cell.seed, rows.max(1), true, |_, _| {})
         .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
     drop(db);
     // The chain table through the first server, before the others open the directory.
@@ -79,7 +79,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         }
         servers.push((spin, s));
     }
-    let query = gen::QUERIES[2].1;
+    let query = workload::QUERIES[2].1;
     let expected = Client::connect(servers[0].1.addr)?.execute(query)?;
 
     let total = rounds * servers.len();

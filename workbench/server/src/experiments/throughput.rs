@@ -40,8 +40,8 @@
 
 use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::client::{Client, Rows};
+use crate::workload;
 use anyhow::{bail, Context, Result};
-use datastore::gen;
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,7 +62,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let data = super::work_dir(cell)?.join("db");
     let t0 = Instant::now();
     let db = datastore::Db::open(&data)?;
-    gen::load(&db, rows, cell.seed, batch, true, |_, _| {})
+    workload::load(&db, rows, cell.seed, batch, true, |_, _| {})
         .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
     drop(db);
     eprintln!("loaded {rows} rows in {:.1} s", t0.elapsed().as_secs_f64());
@@ -109,12 +109,12 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     };
     let expected: Vec<Rows> = {
         let mut c = Client::connect(server.addr)?;
-        gen::QUERIES.iter().map(|(_, sql)| c.execute(sql)).collect::<Result<_, _>>()?
+        workload::QUERIES.iter().map(|(_, sql)| c.execute(sql)).collect::<Result<_, _>>()?
     };
     if let Some(p) = peer.as_mut() {
         // Each ClickHouse client process answers each query once before
         // anything is timed, as our server did for `expected` just above.
-        for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
+        for (qi, (name, sql)) in workload::QUERIES.iter().enumerate() {
             for &t in &chdb_threads {
                 let r = p.run(&clickhouse_sql(sql), p.workers.len(), 1e-6, t)?;
                 r.check(name, sql, &expected[qi])?;
@@ -155,11 +155,11 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     };
 
     let engines = servers.len() + peer.as_ref().map_or(0, |_| chdb_threads.len());
-    let total = levels.len() * gen::QUERIES.len() * rounds * engines;
+    let total = levels.len() * workload::QUERIES.len() * rounds * engines;
     let mut done = 0;
     let result = (|| -> Result<()> {
         for &c in &levels {
-            for (qi, (name, sql)) in gen::QUERIES.iter().enumerate() {
+            for (qi, (name, sql)) in workload::QUERIES.iter().enumerate() {
                 for round in 0..rounds {
                     // Ours first in even rounds, ClickHouse first in odd ones.
                     for side in [round % 2, 1 - round % 2] {
@@ -435,7 +435,7 @@ impl PeerRun {
 impl Peer {
     fn start(cmd: &[String], cell: &Cell, rows: u64, batch: u64, clients: usize) -> Result<Peer> {
         let parquet = super::work_dir(cell)?.join("t.parquet");
-        gen::write_parquet(&parquet, cell.seed, rows, batch)
+        workload::write_parquet(&parquet, cell.seed, rows, batch)
             .with_context(|| format!("writing {}", parquet.display()))?;
         let dir = super::work_dir(cell)?.join("clickhouse");
         let _ = std::fs::remove_dir_all(&dir);
@@ -447,8 +447,9 @@ impl Peer {
             hello["version"].as_str().unwrap_or("?"),
             hello["chdb"].as_str().unwrap_or("?")
         );
-        let loaded = loader
-            .call(json!({"cmd": "load", "dir": loaded_dir, "parquet": parquet, "create": gen::CREATE_CLICKHOUSE}))?;
+        let loaded = loader.call(
+            json!({"cmd": "load", "dir": loaded_dir, "parquet": parquet, "create": workload::CREATE_CLICKHOUSE}),
+        )?;
         let _ = loader.child.wait();
         let load_seconds = loaded["seconds"].as_f64().unwrap_or(f64::NAN);
         if loaded["rows"].as_u64() != Some(rows) {

@@ -3,7 +3,8 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use datastore::{gen, Db, Output, QueryResult, Value};
+use datastore::{Db, Output, QueryResult, Value};
+use server::workload;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -67,7 +68,7 @@ fn main() -> Result<()> {
             load(&data, rows, seed, batch, !no_optimize)?;
             if let Some(p) = parquet {
                 let t0 = Instant::now();
-                gen::write_parquet(&p, seed, rows, batch)?;
+                workload::write_parquet(&p, seed, rows, batch)?;
                 eprintln!("wrote {} in {:.1} s", p.display(), t0.elapsed().as_secs_f64());
             }
         }
@@ -88,7 +89,7 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Queries => {
-            for (name, sql) in gen::QUERIES {
+            for (name, sql) in workload::QUERIES {
                 println!("{name}\t{sql}");
             }
         }
@@ -101,9 +102,10 @@ fn main() -> Result<()> {
 fn load(data: &Path, rows: u64, seed: u64, batch: u64, optimize: bool) -> Result<f64> {
     let db = Db::open(data)?;
     let t0 = Instant::now();
-    let t =
-        gen::load(&db, rows, seed, batch, optimize, |from, parts| eprintln!("progress {from} {rows} ({parts} parts)"))
-            .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
+    let t = workload::load(&db, rows, seed, batch, optimize, |from, parts| {
+        eprintln!("progress {from} {rows} ({parts} parts)")
+    })
+    .with_context(|| format!("loading {rows} rows into {}", data.display()))?;
     let secs = t0.elapsed().as_secs_f64();
     let parts = t.snapshot();
     eprintln!(
@@ -118,7 +120,7 @@ fn load(data: &Path, rows: u64, seed: u64, batch: u64, optimize: bool) -> Result
 fn insert_loop(data: &Path, batch: u64) -> Result<()> {
     let db = Db::open(data)?;
     if !db.table_names()?.contains(&"t".to_string()) {
-        db.execute(gen::CREATE)?;
+        db.execute(workload::CREATE)?;
     }
     let t = db.table("t")?;
     let merger = datastore::storage::table::Merger::start(t.clone(), 2);
@@ -128,7 +130,7 @@ fn insert_loop(data: &Path, batch: u64) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     for b in start.. {
-        t.insert(&gen::batch(b, b * batch, (b + 1) * batch))?;
+        t.insert(&workload::batch(b, b * batch, (b + 1) * batch))?;
         merger.poke();
         writeln!(out, "inserted {b}")?;
         out.flush()?;

@@ -8,8 +8,8 @@
 //! days before [`EPOCH`]; value = a uniform u32 / 4e6; category round-robin
 //! over [`CATEGORIES`].
 
-use crate::error::{Error, Result};
-use crate::types::{Batch, ColumnData};
+use datastore::{Batch, ColumnData};
+use datastore::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -151,13 +151,13 @@ pub fn write_parquet(path: &Path, seed: u64, rows: u64, batch_rows: u64) -> Resu
 /// `seed`, `batch` rows an insert, merging in the background (and into one
 /// part when `optimize`); `progress(rows so far, parts)` after each insert.
 pub fn load(
-    db: &crate::Db,
+    db: &datastore::Db,
     rows: u64,
     seed: u64,
     batch: u64,
     optimize: bool,
     mut progress: impl FnMut(u64, usize),
-) -> Result<Arc<crate::Table>> {
+) -> Result<Arc<datastore::Table>> {
     if batch == 0 {
         return Err(Error::Table { table: "t".into(), what: "load: the batch size must be at least 1".into() });
     }
@@ -169,7 +169,7 @@ pub fn load(
     }
     db.execute(CREATE)?;
     let t = db.table("t")?;
-    let merger = crate::storage::table::Merger::start(t.clone(), 4);
+    let merger = datastore::storage::table::Merger::start(t.clone(), 4);
     let mut from = 0;
     while from < rows {
         let to = (from + batch).min(rows);
