@@ -304,9 +304,10 @@ fn review(cmd: TraceCmd) -> Result<()> {
 }
 
 fn report(root: &Path, data: &Path, scale: Scale) -> Result<()> {
-    let (tables, mut written) = report::write_tables(root, data, scale)?;
-    written.extend(report::write_figures(root, data, scale)?);
-    for t in &tables {
+    let analysis = report::analyse(data, scale)?;
+    let mut written = analysis.write_tables(root)?;
+    written.extend(analysis.write_figures(root)?);
+    for t in &analysis.tables {
         println!("\n{}", t.to_markdown());
     }
     print_written(root, &written);

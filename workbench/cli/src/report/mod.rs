@@ -7,7 +7,8 @@
 //!
 //! # Layout
 //! - [`Report`], [`REPORTS`]: each registered dataset's table and figure;
-//!   [`compute_tables`], [`write_tables`], [`write_figures`] walk them.
+//!   [`analyse`] walks them once per scale (each run loaded once, every
+//!   table computed), and the [`Analysis`] writes tables and figures.
 //! - [`tables`]: [`Table`], its LaTeX and Markdown, row selection and cell
 //!   formats; [`figures`]: plotters charts (SVG and PNG).
 //! - The codecs' and transports' reports: [`alloc_profile`], [`codec_speed`],
@@ -94,69 +95,101 @@ pub const REPORTS: &[Report] = &[
     throughput::VERSUS,
 ];
 
+/// One analysis pass at one scale: the newest run of each report's dataset,
+/// loaded once (two reports of one dataset share it), and every table
+/// computed from it. Tables, figures and the paper's macros are rendered
+/// from one pass; nothing is read back from a rendered file.
+pub struct Analysis {
+    pub scale: Scale,
+    /// Per report with a dataset: the report, the run's directory, the run.
+    runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)>,
+    pub tables: Vec<Table>,
+}
+
 /// Loads the newest run of each report's dataset at `scale` and computes
 /// every table.
-pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
-    let mut out = Vec::new();
+pub fn analyse(data: &Path, scale: Scale) -> Result<Analysis> {
+    let mut runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)> = Vec::new();
     for r in REPORTS {
-        if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
-            let run = dataset::load_run(&dir)?;
-            out.push((r.table)(&run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
-        }
+        let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? else { continue };
+        let run = match runs.iter().find(|(_, d, _)| *d == dir) {
+            Some((_, _, run)) => run.clone(),
+            None => std::rc::Rc::new(dataset::load_run(&dir)?),
+        };
+        runs.push((r, dir, run));
     }
-    for t in &mut out {
+    let mut tables = Vec::new();
+    for (r, dir, run) in &runs {
+        tables.push((r.table)(run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
+    }
+    for t in &mut tables {
         if t.rows.iter().any(|r| r.first().is_some_and(|n| n.text.ends_with('*'))) {
             t.caption.push(' ');
             t.caption.push_str(tables::IDIOMS);
         }
     }
-    Ok(out)
+    Ok(Analysis { scale, runs, tables })
 }
 
-/// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
-/// removes those of experiments without a dataset; the tables and the paths
-/// written.
-pub fn write_tables(root: &Path, data: &Path, scale: Scale) -> Result<(Vec<Table>, Vec<PathBuf>)> {
-    let tables = compute_tables(data, scale)?;
-    let dir = scale.dir(root, "paper/generated");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    for t in &tables {
-        for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
-            let path = dir.join(format!("{}.{ext}", t.name));
-            dataset::write_atomic(&path, text.as_bytes())?;
-            written.push(path);
-        }
-    }
-    // A table whose dataset is gone must not outlive it: the paper would
-    // print its numbers as if measured.
-    for exp in REPORTS.iter().map(|r| r.name) {
-        if tables.iter().any(|t| t.name == exp) {
-            continue;
-        }
-        for ext in ["tex", "md"] {
-            let stale = dir.join(format!("{exp}.{ext}"));
-            if stale.exists() {
-                std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
+/// Every table at `scale` ([`analyse`]).
+pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
+    Ok(analyse(data, scale)?.tables)
+}
+
+impl Analysis {
+    /// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
+    /// removes those of experiments without a dataset; the paths written.
+    pub fn write_tables(&self, root: &Path) -> Result<Vec<PathBuf>> {
+        let dir = self.scale.dir(root, "paper/generated");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut written = Vec::new();
+        for t in &self.tables {
+            for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
+                let path = dir.join(format!("{}.{ext}", t.name));
+                dataset::write_atomic(&path, text.as_bytes())?;
+                written.push(path);
             }
         }
+        // A table whose dataset is gone must not outlive it: the paper would
+        // print its numbers as if measured.
+        for exp in REPORTS.iter().map(|r| r.name) {
+            if self.tables.iter().any(|t| t.name == exp) {
+                continue;
+            }
+            for ext in ["tex", "md"] {
+                let stale = dir.join(format!("{exp}.{ext}"));
+                if stale.exists() {
+                    std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
+                }
+            }
+        }
+        Ok(written)
     }
-    Ok((tables, written))
+
+    /// Draws every figure into `figures/[<scale>/]`; the files written.
+    pub fn write_figures(&self, root: &Path) -> Result<Vec<PathBuf>> {
+        figures::register_font()?;
+        let dir = self.scale.dir(root, "figures");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut written = Vec::new();
+        for (r, run_dir, run) in &self.runs {
+            let Some(draw) = r.figure else { continue };
+            written.extend(draw(&dir, run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
+        }
+        Ok(written)
+    }
 }
 
-/// Regenerates every figure from the newest runs at `scale` into
-/// `figures/[<scale>/]`; the files written.
+/// [`Analysis::write_tables`] of a fresh pass; the tables and the paths written.
+pub fn write_tables(root: &Path, data: &Path, scale: Scale) -> Result<(Vec<Table>, Vec<PathBuf>)> {
+    let a = analyse(data, scale)?;
+    let written = a.write_tables(root)?;
+    Ok((a.tables, written))
+}
+
+/// [`Analysis::write_figures`] of a fresh pass; the files written.
 pub fn write_figures(root: &Path, data: &Path, scale: Scale) -> Result<Vec<PathBuf>> {
-    figures::register_font()?;
-    let dir = scale.dir(root, "figures");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    for r in REPORTS {
-        let (Some(draw), Some(run_dir)) = (r.figure, dataset::latest_run(data, r.dataset(), scale)?) else { continue };
-        let run = dataset::load_run(&run_dir)?;
-        written.extend(draw(&dir, &run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
-    }
-    Ok(written)
+    analyse(data, scale)?.write_figures(root)
 }
 
 /// Values of column `col` in rows matching the filters, as floats.
