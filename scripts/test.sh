@@ -39,13 +39,16 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "tests (release profile)"
 cargo test --release --workspace
 # The probe's per-variant tests need the allocator feature on; one at a time
-# because dhat and jemalloc are both global allocators.
+# because dhat and jemalloc are both global allocators. NOTE: features are
+# resolved over the workspace (`--workspace --test …`), as the build above
+# did, so only the probe and its allocator compile again; `-p probe`
+# resolved them over the probe alone and recompiled its dependencies.
 step "probe tests, dhat build"
-cargo test --release -p probe --features dhat
+cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides
 step "probe tests, jemalloc build"
-cargo test --release -p probe --features jemalloc
+cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"
-cargo test --release -p probe --features jemalloc-plain
+cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
 # reference. Generated files that differ from the committed ones mean the

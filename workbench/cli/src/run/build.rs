@@ -4,15 +4,27 @@
 //! training run, `llvm-profdata merge`, a rebuild) and a post-link step
 //! (BOLT, trained with its own instrumentation on the same workload).
 //!
-//! Variants built with the same profile settings share one target directory
-//! (`target/variants/<dir>`): cargo keeps one copy of a crate per feature
-//! set, so the allocator variants compile the dependency tree once and
-//! differ only in the crates whose features differ (probe, the subject or
-//! server crate, jemalloc's sys crate). Profile settings (debug info, LTO)
-//! change every crate's flags, so those variants get a directory each, and
-//! a profile-guided one its own. Cargo writes every variant's binary to the
-//! same path, so each build runs under a lock on its directory and leaves
-//! its binaries at `<dir>/bin/<variant>/<binary>`, which no other build touches.
+//! Every variant resolves features over the whole workspace (`--workspace
+//! --bin … --features <package>/<feature>`), as the workspace's own build
+//! does, so a dependency compiles the same way for every variant and for
+//! the tests; only the crates whose features differ (probe, the subject or
+//! server crate, jemalloc's sys crate) compile per variant.
+//!
+//! Variants with the plain release profile (`o3`, `system`, the allocator
+//! variants, dhat included) share the workspace's build directory (`target/release/deps`,
+//! cargo's `build.build-dir`): their dependencies are the ones the
+//! workspace build (the tests, the main job) already compiled. Only their
+//! final binaries go elsewhere (`target/variants/release`), so a variant
+//! never replaces the `target/release/<binary>` the tests run. Profile
+//! settings (debug info, LTO) change every crate's flags, so those variants
+//! get a target directory each, and a profile-guided one its own. Cargo
+//! writes every variant's binary to the same path of its directory, so each
+//! build runs under a lock on its directory and leaves its binaries at
+//! `<dir>/bin/<variant>/<binary>`, which no other build touches.
+//!
+//! Measured on a cold 2-core machine (2026-12-03): before sharing, the
+//! quick suite's plain variants compiled the subject's and the server's
+//! dependency trees again (≈ 760 s of CPU) beside the workspace build.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -29,6 +41,22 @@ fn build_dir(v: &Variant) -> &'static str {
         return PROFILE;
     }
     VARIANTS.iter().find(|w| !w.pgo && w.profile_env == v.profile_env).map_or(v.name, |w| w.name)
+}
+
+/// Whether a variant compiles with the workspace's own profile, and so can
+/// reuse what the workspace build compiled (cargo's build directory).
+fn shares_workspace_build(v: &Variant) -> bool {
+    !v.pgo && v.profile_env.is_empty()
+}
+
+/// Where the workspace build keeps what it compiled: cargo's build
+/// directory as configured in the environment, else its target directory,
+/// else `target/`.
+fn workspace_build_dir(root: &Path) -> PathBuf {
+    ["CARGO_BUILD_BUILD_DIR", "CARGO_TARGET_DIR"]
+        .iter()
+        .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+        .map_or_else(|| root.join("target"), |d| root.join(d))
 }
 
 /// Builds a plain variant in its shared directory and copies the binary
@@ -180,11 +208,18 @@ fn cargo_build(
     let (package, name) = target.package_and_bin();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).args(["build", "--profile", PROFILE, "-p", package]);
+    // NOTE: `--workspace`, not `-p <package>`: cargo unifies features over
+    // the packages selected, and over one package it gave tokio, clap and
+    // their dependants other features than the workspace build, which then
+    // compiled them all again for the variants.
+    cmd.current_dir(root).args(["build", "--profile", PROFILE, "--workspace"]);
     for b in target.binaries() {
         cmd.args(["--bin", b]);
     }
     cmd.arg("--target-dir").arg(target_dir);
+    if shares_workspace_build(v) && rustflags.is_empty() {
+        cmd.env("CARGO_BUILD_BUILD_DIR", workspace_build_dir(root));
+    }
     // The variables cargo sets for a running package (a test binary of this
     // crate, say) would leak into the build: a build script that reruns when
     // one of them changes (ring's watches CARGO_MANIFEST_DIR and
@@ -200,7 +235,8 @@ fn cargo_build(
         cmd.env("RUSTFLAGS", rustflags);
     }
     if !v.features.is_empty() {
-        cmd.arg("--features").arg(v.features.join(","));
+        let features: Vec<String> = v.features.iter().map(|f| format!("{package}/{f}")).collect();
+        cmd.arg("--features").arg(features.join(","));
     }
     let status = cmd
         .stdout(Stdio::null())
@@ -301,11 +337,15 @@ mod tests {
 
     #[test]
     fn identical_builds_share_a_directory() {
-        for plain in ["o3", "system", "jemalloc", "jemalloc-plain"] {
+        for plain in ["o3", "system", "jemalloc", "jemalloc-plain", "dhat"] {
             assert_eq!(build_dir(get(plain).unwrap()), "release", "{plain}");
+            assert!(shares_workspace_build(get(plain).unwrap()), "{plain}");
+        }
+        for own in ["thinlto", "fatlto", "pgo", "pgo-bolt"] {
+            assert!(!shares_workspace_build(get(own).unwrap()), "{own}");
         }
         assert_eq!(build_dir(get("fatlto").unwrap()), "fatlto");
         assert_eq!(build_dir(get("thinlto").unwrap()), "thinlto");
-        assert_eq!(build_dir(get("dhat").unwrap()), "dhat");
+        assert_eq!(build_dir(get("dhat").unwrap()), "release");
     }
 }

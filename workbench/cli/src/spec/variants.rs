@@ -23,15 +23,16 @@ const FAT_LTO: &[(&str, &str)] = &[("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO
 const GLIBC: &str = "system (glibc malloc)";
 
 /// Every variant a spec may name.
-/// NOTE: the dhat build carries full debug info because with line tables
-/// only, an inlined frame resolves to its bare name (`new`, `alloc`) and a
-/// trace cannot say which crate or type a site belongs to.
+/// NOTE: the dhat build's traces need function paths in the debug info (with
+/// line tables only, an inlined frame resolves to its bare name, `new`), which
+/// the release profile itself gives every variant (`debug = "limited"`, the
+/// workspace's Cargo.toml), so dhat needs no profile setting of its own.
 pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "dhat",
         features: &["dhat"],
         allocator: "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
-        profile_env: &[("CARGO_PROFILE_RELEASE_DEBUG", "limited")],
+        profile_env: &[],
         pgo: false,
         bolt: false,
     },
@@ -97,7 +98,7 @@ pub fn allocator(variant: &str) -> &'static str {
 /// How a variant is built, in words, for the manifest.
 pub fn describe(variant: &str) -> String {
     let Some(v) = get(variant) else { return "unknown".into() };
-    let mut parts: Vec<String> = vec![format!("profile {PROFILE}")];
+    let mut parts: Vec<String> = vec![format!("profile {PROFILE} (debug = limited)")];
     parts.extend(
         v.profile_env.iter().map(|(k, val)| format!("{}={val}", k.trim_start_matches("CARGO_PROFILE_RELEASE_"))),
     );
