@@ -218,8 +218,13 @@ pub fn run_spec(
     let cells = plan(spec, opts.scale)?;
     let (rev, dirty) = manifest::git_state(&opts.root);
     crate::run::provenance::check_clean(&opts.root, opts.allow_dirty)?;
-    let (load_before, ticks_before) = (crate::run::provenance::load_average(), crate::run::provenance::cpu_ticks());
-    let exp_dir = opts.data.join(spec.dataset());
+    let before = Before {
+        start,
+        load: crate::run::provenance::load_average(),
+        ticks: crate::run::provenance::cpu_ticks(),
+        rev,
+        dirty,
+    };
     let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
@@ -228,7 +233,30 @@ pub fn run_spec(
         let d = staging.join(sub);
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     }
+    let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
+    assemble(opts, spec_path, spec, &cells, &staging, resumed, before)
+}
 
+/// What a run records of the moment it started.
+struct Before {
+    start: Instant,
+    load: Option<[f64; 3]>,
+    ticks: BTreeMap<u32, (u64, String)>,
+    rev: String,
+    dirty: bool,
+}
+
+/// Runs each cell not already on disk in `staging/cells/` (a resumed run
+/// skips those), with a progress bar; the number skipped.
+fn run_cells(
+    opts: &Options,
+    spec: &Spec,
+    cells: &[Planned],
+    staging: &Path,
+    rev: &str,
+    bins: &mut Binaries,
+    multi: &MultiProgress,
+) -> Result<usize> {
     let overall = multi.add(ProgressBar::new(cells.len() as u64));
     overall.set_style(
         ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} cells {elapsed_precise} {msg}")
@@ -237,7 +265,7 @@ pub fn run_spec(
     );
     overall.set_prefix(spec.dataset().to_string());
     let mut resumed = 0;
-    for p in &cells {
+    for p in cells {
         let out = staging.join("cells").join(format!("{}.jsonl", p.id));
         if out.exists() {
             resumed += 1;
@@ -264,10 +292,10 @@ pub fn run_spec(
             }
             Err(e) => return Err(e),
         };
-        check_revision(&bin, &rev)?;
+        check_revision(&bin, rev)?;
         overall.set_message(p.id.clone());
         let t = Instant::now();
-        let records = run_cell(&bin, p, &staging, multi)?;
+        let records = run_cell(&bin, p, staging, multi)?;
         let mut text = String::new();
         for r in &records {
             text.push_str(&serde_json::to_string(r)?);
@@ -286,10 +314,24 @@ pub fn run_spec(
         }
     }
     overall.finish_and_clear();
+    Ok(resumed)
+}
 
-    // Every cell is on disk: assemble the dataset in the staging directory, then publish it.
+/// Every cell is on disk: assembles the records and the manifest in the
+/// staging directory, then publishes it as the run's directory.
+fn assemble(
+    opts: &Options,
+    spec_path: &Path,
+    spec: &Spec,
+    cells: &[Planned],
+    staging: &Path,
+    resumed: usize,
+    before: Before,
+) -> Result<Outcome> {
+    let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
+    let exp_dir = opts.data.join(spec.dataset());
     let mut frame = dataset::FrameBuilder::default();
-    for p in &cells {
+    for p in cells {
         let path = staging.join("cells").join(format!("{}.jsonl", p.id));
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
@@ -353,7 +395,7 @@ pub fn run_spec(
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();
     let dir = exp_dir.join(&run_id);
-    dataset::publish(&staging, &dir)?;
+    dataset::publish(staging, &dir)?;
     Ok(Outcome { dir, cells: cells.len(), resumed, records: df.height(), seconds: start.elapsed().as_secs_f64() })
 }
 
