@@ -43,3 +43,34 @@ fn every_quick_variant_builds_as_named() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The release profile builds the analysis stack unoptimised (the
+/// workspace's Cargo.toml, for build time); no crate a measured binary
+/// links may be among those, whatever allocator feature it is built with.
+#[test]
+fn measured_binaries_link_no_unoptimised_crate() {
+    let root = workbench::default_root();
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
+    let overrides =
+        manifest["profile"]["release"].get("package").and_then(|p| p.as_table()).cloned().unwrap_or_default();
+    let lowered: BTreeSet<&str> = overrides
+        .iter()
+        .filter(|(_, o)| o.get("opt-level").and_then(|l| l.as_integer()).is_some_and(|l| l < 3))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert!(!lowered.is_empty(), "no lowered crate found in {}", root.join("Cargo.toml").display());
+    let mut measured = BTreeSet::new();
+    for target in [Target::Subject, Target::DatastoreServer] {
+        let out = Command::new(env!("CARGO"))
+            .current_dir(&root)
+            .args(["tree", "-e", "normal", "--prefix", "none", "--all-features", "-p", target.package()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        measured.extend(text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string));
+    }
+    assert!(measured.contains("tokio") && measured.contains("sqlparser"), "{measured:?}");
+    let both: Vec<&&str> = lowered.iter().filter(|c| measured.contains(**c)).collect();
+    assert!(both.is_empty(), "measured binaries link crates the release profile leaves unoptimised: {both:?}");
+}
