@@ -34,8 +34,15 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 step "module graphs (no cycle in any crate)"
 python3 scripts/modgraph.py
-step "cargo clippy --all-targets -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
+# PERF (build time): clippy in the release profile, not its own dev
+# profile: lints do not depend on the profile, but build scripts and proc
+# macros do, and in the release profile clippy compiles and runs them once
+# for itself and the release build below (the C in zstd-sys, lz4-sys and
+# ring; the subjects' schema compilers). Only the dependencies'
+# metadata is checked twice. Measured after a release build: 99 s, against
+# 179 s for the dev-profile clippy in a cold run (2026-12-03).
+step "cargo clippy --release --all-targets -D warnings"
+cargo clippy --release --workspace --all-targets -- -D warnings
 step "tests (release profile)"
 cargo test --release --workspace
 # The probe's per-variant tests need the allocator feature on; one at a time

@@ -45,6 +45,18 @@ impl Target {
         }
     }
 
+    /// The binary a build variant is about: the one whose profile a cell
+    /// measures. The server's driver beside it is the load, not the subject:
+    /// a variant with a profile of its own (LTO, PGO, BOLT) builds the server
+    /// alone and runs it under the release build's driver, so that every
+    /// build stage is driven by the same client.
+    pub fn measured(self) -> &'static str {
+        match self {
+            Target::Subject => "subject",
+            Target::DatastoreServer => "datastore-server",
+        }
+    }
+
     /// Every binary a build of this target makes, the cell's first; they
     /// are built, copied and run together, each finding the others beside it.
     pub fn binaries(self) -> &'static [&'static str] {

@@ -22,6 +22,12 @@
 //! build runs under a lock on its directory and leaves its binaries at
 //! `<dir>/bin/<variant>/<binary>`, which no other build touches.
 //!
+//! A variant with a profile of its own builds only the binary it is about
+//! ([`Target::measured`]): the server's load driver beside it is the plain
+//! release build's (`o3`), so every build stage of the server is driven by
+//! the same client, and the driver is not linked again with LTO (in a cold
+//! test command, ThinLTO of both binaries took 266 s).
+//!
 //! Measured on a cold 2-core machine (2026-12-03): before sharing, the
 //! quick suite's plain variants compiled the subject's and the server's
 //! dependency trees again (≈ 760 s of CPU) beside the workspace build.
@@ -79,7 +85,43 @@ fn build_shared(
     let lock = std::fs::File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
     lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
     let built = cargo_build(root, &target_dir, target, v, "", log_file, log)?;
+    if !builds_every_binary(v, "") {
+        drive_with_plain(root, dir, target, &built, log_file, log)?;
+    }
     copy_binaries(&built, &bin_dir.join(v.name), target)
+}
+
+/// Whether a build of `v` (with `rustflags`) makes all of the target's
+/// binaries, or only the measured one: a build that shares the workspace's
+/// compiled crates makes the driver at no cost, any other would compile and
+/// link it again with the variant's profile.
+fn builds_every_binary(v: &Variant, rustflags: &str) -> bool {
+    shares_workspace_build(v) && rustflags.is_empty()
+}
+
+/// Puts the plain release build's (`o3`) other binaries (the server's load
+/// driver) beside `cell_bin`, a variant's own build of the measured binary.
+fn drive_with_plain(
+    root: &Path,
+    dir: &Path,
+    target: Target,
+    cell_bin: &Path,
+    log_file: &mut std::fs::File,
+    log: &Path,
+) -> Result<()> {
+    let others: Vec<&str> = target.binaries().iter().copied().filter(|b| *b != target.measured()).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let plain = get("o3").context("variant o3 is not registered")?;
+    let plain_bin = build_shared(root, dir, target, plain, log_file, log)?;
+    for b in others {
+        let (from, to) = (plain_bin.with_file_name(b), cell_bin.with_file_name(b));
+        let tmp = to.with_file_name(format!(".{b}.{}", std::process::id()));
+        std::fs::copy(&from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+        std::fs::rename(&tmp, &to).with_context(|| format!("renaming {} to {}", tmp.display(), to.display()))?;
+    }
+    Ok(())
 }
 
 /// Copies `target`'s binaries from beside `cell_bin` into `to` (each through
@@ -120,6 +162,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
     std::fs::create_dir_all(&profiles).with_context(|| format!("creating {}", profiles.display()))?;
     let gen_flags = format!("-Cprofile-generate={}", profiles.display());
     let gen = cargo_build(root, &dir.join(format!("{variant}-gen")), target, v, &gen_flags, &mut log_file, log)?;
+    drive_with_plain(root, dir, target, &gen, &mut log_file, log)?;
     train(&gen, &dir.join(format!("{variant}-train")), &mut log_file, log)?;
     // 2. The profiles merged, the target rebuilt with them.
     let profdata = dir.join(format!("{variant}.profdata"));
@@ -137,6 +180,7 @@ pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path)
         use_flags.push_str(" -Clink-arg=-Wl,--emit-relocs");
     }
     let bin = cargo_build(root, &dir.join(variant), target, v, &use_flags, &mut log_file, log)?;
+    drive_with_plain(root, dir, target, &bin, &mut log_file, log)?;
     if !v.bolt {
         return Ok(bin);
     }
@@ -213,11 +257,12 @@ fn cargo_build(
     // their dependants other features than the workspace build, which then
     // compiled them all again for the variants.
     cmd.current_dir(root).args(["build", "--profile", PROFILE, "--workspace"]);
-    for b in target.binaries() {
+    let own: &[&str] = if builds_every_binary(v, rustflags) { target.binaries() } else { &[target.measured()] };
+    for b in own {
         cmd.args(["--bin", b]);
     }
     cmd.arg("--target-dir").arg(target_dir);
-    if shares_workspace_build(v) && rustflags.is_empty() {
+    if builds_every_binary(v, rustflags) {
         cmd.env("CARGO_BUILD_BUILD_DIR", workspace_build_dir(root));
     }
     // The variables cargo sets for a running package (a test binary of this
@@ -246,7 +291,7 @@ fn cargo_build(
     if !status.success() {
         bail!("building {name} ({}) failed ({status}); see {}", v.name, log.display());
     }
-    for b in target.binaries() {
+    for b in own {
         let p = target_dir.join(PROFILE).join(b);
         if !p.exists() {
             bail!("cargo succeeded but {} is missing", p.display());
@@ -257,7 +302,8 @@ fn cargo_build(
 
 /// The training workload of profile-guided builds: a short run of the
 /// server's throughput experiment (the three queries at one and two
-/// clients on 300,000 rows), the driver and the server both instrumented.
+/// clients on 300,000 rows), the server instrumented under the release
+/// build's driver.
 fn train(bin: &Path, work: &Path, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(work);
     let cell = serde_json::json!({

@@ -105,6 +105,9 @@ pub fn describe(variant: &str) -> String {
     if !v.features.is_empty() {
         parts.push(format!("features {}", v.features.join(",")));
     }
+    if v.pgo || !v.profile_env.is_empty() {
+        parts.push("the measured binary alone (the server's load driver: o3's)".into());
+    }
     if v.pgo {
         parts.push("PGO (trained on the throughput workload, llvm-profdata merge)".into());
     }
