@@ -6,6 +6,8 @@
 #   25 crate rejects), which the subjects' build.rs runs on the schemas.
 # - TeX Live (pdflatex, latexmk), rsvg-convert and pdftoppm (Debian), which
 #   build the paper (`workbench paper`);
+# - Slurm (slurmctld, slurmd, the client) and munge (Debian), for the test
+#   command's one-node cluster;
 # - a Python virtual environment in .venv with notebooks/requirements.txt,
 #   which runs the notebooks; with WB_PEERS=1 (the main job) also
 #   scripts/requirements-peers.txt: chDB, upstream ClickHouse in process,
@@ -32,6 +34,13 @@ if ! command -v capnp >/dev/null; then
 fi
 if ! command -v latexmk >/dev/null || ! command -v rsvg-convert >/dev/null || ! command -v pdftoppm >/dev/null; then
     apt_want+=(texlive-latex-recommended texlive-fonts-recommended lmodern latexmk librsvg2-bin poppler-utils)
+fi
+# A one-node Slurm cluster for the test of `workbench run --slurm`
+# (scripts/slurm-cluster.sh): the controller, the node daemon, the client
+# commands and munge, without the recommended extras.
+if ! command -v sbatch >/dev/null || ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
+    || ! command -v munged >/dev/null; then
+    apt_want+=(slurmctld slurmd slurm-client munge)
 fi
 if [ "${WB_PEERS:-0}" = 1 ]; then
     # The build-stages experiment's llvm-bolt, merge-fdata and instrumentation runtime.

@@ -56,6 +56,17 @@ step "probe tests, jemalloc build"
 cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"
 cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
+# `workbench run --slurm` for real: a one-node cluster on this machine, a
+# tiny spec through it, compared with a local run; the cluster is stopped
+# whatever the outcome.
+step "slurm: a tiny spec as a job array on a one-node cluster"
+slurm_dir="$(mktemp -d)"
+trap 'st=$?; bash scripts/slurm-cluster.sh stop "$slurm_dir"; print_phases "$st"' EXIT
+bash scripts/slurm-cluster.sh start "$slurm_dir"
+SLURM_CONF="$slurm_dir/slurm.conf" cargo test --release --workspace --test slurm -- --nocapture
+bash scripts/slurm-cluster.sh stop "$slurm_dir"
+rm -rf "$slurm_dir"
+trap print_phases EXIT
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
 # reference. Generated files that differ from the committed ones mean the

@@ -6,7 +6,7 @@ use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::{Path, PathBuf};
 use workbench::inspect::{compare, trace};
 use workbench::report;
-use workbench::run::runner;
+use workbench::run::{runner, slurm};
 use workbench::spec::{self, Scale};
 
 #[derive(Parser)]
@@ -43,7 +43,43 @@ enum Cmd {
         /// Measure uncommitted code anyway; the diff is stored in each dataset.
         #[arg(long)]
         allow_dirty: bool,
+        /// Run the cells as Slurm job arrays (one per spec, one task per cell
+        /// not yet done; the staging directory under --data must be on a file
+        /// system the nodes share), then publish as a local run does.
+        #[arg(long)]
+        slurm: bool,
+        /// sbatch --partition.
+        #[arg(long, requires = "slurm")]
+        partition: Option<String>,
+        /// sbatch --account.
+        #[arg(long, requires = "slurm")]
+        account: Option<String>,
+        /// sbatch --time: each task's limit, e.g. 00:30:00.
+        #[arg(long, requires = "slurm")]
+        time: Option<String>,
+        /// Return after submitting; `workbench collect` publishes later.
+        #[arg(long, requires = "slurm")]
+        no_wait: bool,
+        /// Print the sbatch scripts and tasks; build and submit nothing.
+        #[arg(long, requires = "slurm")]
+        dry_run: bool,
+        /// Run nothing: project the suite's wall time on --nodes nodes from
+        /// the cell durations of each spec's latest run at --scale.
+        #[arg(long)]
+        plan: bool,
+        /// Node counts for --plan.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16], requires = "plan")]
+        nodes: Vec<usize>,
     },
+    /// Publish the datasets of `run --slurm --no-wait` once their jobs are done.
+    Collect {
+        specs: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
+    },
+    /// One Slurm task of a submission (what its sbatch script runs).
+    #[command(hide = true)]
+    SlurmTask { staging: PathBuf, index: usize },
     /// Regenerate paper/generated/*.{tex,md} from data/ (runs nothing).
     Tables {
         #[arg(long, value_enum, default_value_t = Scale::Quick)]
@@ -135,21 +171,51 @@ fn main() -> Result<()> {
     };
     let data = cli.data.unwrap_or_else(|| root.join("data"));
     match cli.cmd {
-        Cmd::Run { specs, scale, fresh, no_report, allow_dirty } => {
+        Cmd::Run {
+            specs,
+            scale,
+            fresh,
+            no_report,
+            allow_dirty,
+            slurm,
+            partition,
+            account,
+            time,
+            no_wait,
+            dry_run,
+            plan,
+            nodes,
+        } => {
             let chosen = choose_specs(&root, &specs)?;
-            workbench::run::provenance::check_clean(&root, allow_dirty)?;
-            workbench::run::provenance::check_self(&root)?;
-            // One measurement per machine: two at once would each show in the other's figures.
-            let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
-            eprintln!("holding {} for this run", lock.path().display());
             let opts = runner::Options {
                 root: root.clone(),
                 data: data.clone(),
                 scale,
                 fresh,
-                allow_dirty,
+                // A plan or a dry run measures nothing.
+                allow_dirty: allow_dirty || plan || dry_run,
                 command_line: std::env::args().collect(),
             };
+            if plan {
+                print!("{}", slurm::plan(&opts, &chosen, &nodes)?);
+                return Ok(());
+            }
+            if slurm {
+                let s = slurm::Options {
+                    partition,
+                    account,
+                    time,
+                    no_wait,
+                    dry_run,
+                    workbench: std::env::current_exe().context("locating the workbench binary")?,
+                };
+                return run_slurm(&root, &data, &opts, &chosen, &s, no_report);
+            }
+            workbench::run::provenance::check_clean(&root, allow_dirty)?;
+            workbench::run::provenance::check_self(&root)?;
+            // One measurement per machine: two at once would each show in the other's figures.
+            let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
+            eprintln!("holding {} for this run", lock.path().display());
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let mut bins = runner::Binaries::default();
             let mut done = Vec::new();
@@ -158,25 +224,30 @@ fn main() -> Result<()> {
                     .with_context(|| format!("running {} (rerun the same command to resume)", path.display()))?;
                 done.push((spec.dataset().to_string(), out));
             }
-            println!("\nSummary ({scale} scale)");
-            // Sized to the longest name, so `roundtrip-latency-awake` keeps the columns straight.
-            let w = done.iter().map(|(e, _)| e.len()).max().unwrap_or(0).max("experiment".len());
-            println!("{:<w$} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
-            for (exp, o) in &done {
-                let rel = o.dir.strip_prefix(&root).unwrap_or(&o.dir);
-                println!(
-                    "{exp:<w$} {:>6} {:>8} {:>9} {:>9.1}  {}",
-                    o.cells,
-                    o.resumed,
-                    o.records,
-                    o.seconds,
-                    rel.display()
-                );
-            }
+            print_summary(&root, scale, &done);
             if !no_report {
                 report(&root, &data, scale)?;
             }
         }
+        Cmd::Collect { specs, scale } => {
+            let chosen = choose_specs(&root, &specs)?;
+            let opts = runner::Options {
+                root: root.clone(),
+                data: data.clone(),
+                scale,
+                fresh: false,
+                allow_dirty: true,
+                command_line: std::env::args().collect(),
+            };
+            let mut done = Vec::new();
+            for (path, spec) in &chosen {
+                let out =
+                    slurm::collect(&opts, path, spec).with_context(|| format!("collecting {}", path.display()))?;
+                done.push((spec.dataset().to_string(), out));
+            }
+            print_summary(&root, scale, &done);
+        }
+        Cmd::SlurmTask { staging, index } => slurm::task(&staging, index)?,
         Cmd::Tables { scale } => {
             let (_, written) = report::write_tables(&root, &data, scale)?;
             print_written(&root, &written);
@@ -239,6 +310,63 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `run --slurm`: every spec submitted (and, unless --no-wait, waited for
+/// and published); the summary and the report as a local run's.
+fn run_slurm(
+    root: &Path,
+    data: &Path,
+    opts: &runner::Options,
+    chosen: &[(PathBuf, spec::Spec)],
+    s: &slurm::Options,
+    no_report: bool,
+) -> Result<()> {
+    if !s.dry_run {
+        workbench::run::provenance::check_clean(root, opts.allow_dirty)?;
+        workbench::run::provenance::check_self(root)?;
+    }
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let mut bins = runner::Binaries::default();
+    let (mut done, mut submitted) = (Vec::new(), Vec::new());
+    for (path, spec) in chosen {
+        match slurm::run(opts, path, spec, &mut bins, &multi, s)
+            .with_context(|| format!("running {} through Slurm (rerun the same command to resume)", path.display()))?
+        {
+            slurm::Done::Published(out) => done.push((spec.dataset().to_string(), out)),
+            slurm::Done::Submitted { job, tasks } => {
+                submitted.push(format!("{} (job {job}, {tasks} tasks)", spec.dataset()))
+            }
+            slurm::Done::DryRun => {}
+        }
+    }
+    if !submitted.is_empty() {
+        println!("submitted: {}", submitted.join(", "));
+        let names: Vec<String> = chosen
+            .iter()
+            .map(|(p, _)| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
+            .collect();
+        println!("when the jobs are done: workbench collect {} --scale {}", names.join(" "), opts.scale);
+    }
+    if !done.is_empty() {
+        print_summary(root, opts.scale, &done);
+        if !no_report {
+            report(root, data, opts.scale)?;
+        }
+    }
+    Ok(())
+}
+
+/// The end of a run: one line per dataset published.
+fn print_summary(root: &Path, scale: Scale, done: &[(String, runner::Outcome)]) {
+    println!("\nSummary ({scale} scale)");
+    // Sized to the longest name, so `roundtrip-latency-awake` keeps the columns straight.
+    let w = done.iter().map(|(e, _)| e.len()).max().unwrap_or(0).max("experiment".len());
+    println!("{:<w$} {:>6} {:>8} {:>9} {:>9}  dataset", "experiment", "cells", "resumed", "records", "seconds");
+    for (exp, o) in done {
+        let rel = o.dir.strip_prefix(root).unwrap_or(&o.dir);
+        println!("{exp:<w$} {:>6} {:>8} {:>9} {:>9.1}  {}", o.cells, o.resumed, o.records, o.seconds, rel.display());
+    }
 }
 
 fn review(cmd: TraceCmd) -> Result<()> {

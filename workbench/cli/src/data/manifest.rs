@@ -45,6 +45,32 @@ pub struct Manifest {
     /// `git diff HEAD`, the code the revision does not say.
     #[serde(default)]
     pub dirty_diff: Option<String>,
+    /// Each cell's wall time in seconds, as the runner saw it (runs since
+    /// 2026-12-03; `workbench run --plan` projects a suite's time from them).
+    #[serde(default)]
+    pub cell_seconds: std::collections::BTreeMap<String, f64>,
+    /// Where each cell ran, for cells run as Slurm tasks; empty when every
+    /// cell ran on the machine described above.
+    #[serde(default)]
+    pub nodes: std::collections::BTreeMap<String, Node>,
+}
+
+/// The machine one cell ran on (a Slurm task's node).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    /// `/proc/loadavg` when the cell started.
+    pub load: Option<[f64; 3]>,
+}
+
+impl Node {
+    /// This machine, now.
+    pub fn this() -> Node {
+        Node { hostname: hostname(), cpu_model: cpu_model(), cores: cores(), kernel: kernel(), load: load_average() }
+    }
 }
 
 /// A process that used more than `run::provenance::BUSY_SHARE` of one core

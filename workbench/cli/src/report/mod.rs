@@ -128,7 +128,34 @@ pub fn analyse(data: &Path, scale: Scale) -> Result<Analysis> {
             t.caption.push_str(tables::IDIOMS);
         }
     }
+    for ((_, _, run), t) in runs.iter().zip(tables.iter_mut()) {
+        if let Some(note) = nodes_note(&run.manifest) {
+            t.caption.push(' ');
+            t.caption.push_str(&note);
+        }
+    }
     Ok(Analysis { scale, runs, tables })
+}
+
+/// For a dataset whose cells ran as Slurm tasks: which nodes, with how many
+/// cells each, since the manifest's machine is then the submitting one.
+fn nodes_note(m: &crate::data::manifest::Manifest) -> Option<String> {
+    if m.nodes.is_empty() {
+        return None;
+    }
+    let mut by_node: std::collections::BTreeMap<(&str, &str), usize> = std::collections::BTreeMap::new();
+    for n in m.nodes.values() {
+        *by_node.entry((n.hostname.as_str(), n.cpu_model.as_str())).or_default() += 1;
+    }
+    let list: Vec<String> =
+        by_node.iter().map(|((host, cpu), cells)| format!("{host} ({cpu}): {cells} cells")).collect();
+    let mut note = format!("Cells ran as Slurm tasks on {}.", list.join("; "));
+    if by_node.len() > 1 {
+        note.push_str(
+            " Timings of cells on different nodes are not comparable: read them per node (manifest.json, `nodes`).",
+        );
+    }
+    Some(note)
 }
 
 /// Every table at `scale` ([`analyse`]).

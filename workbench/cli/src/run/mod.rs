@@ -6,7 +6,10 @@
 //! - [`build`]: building a target binary (`subject`, `datastore-server`)
 //!   per build variant (allocators, LTO, PGO, BOLT).
 //! - [`provenance`]: the clean-tree check, the run lock, load and busy processes.
+//! - [`slurm`]: the cells as a Slurm job array instead (submit, wait,
+//!   collect, one task), and a projection of a suite's time on N nodes.
 
 pub mod build;
 pub mod provenance;
 pub mod runner;
+pub mod slurm;

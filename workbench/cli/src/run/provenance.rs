@@ -14,12 +14,7 @@ pub use crate::data::manifest::BusyProcess;
 /// one of the 2 cores noticeably enough to show in timings.
 pub const BUSY_SHARE: f64 = 10.0;
 
-/// `/proc/loadavg`'s three averages.
-pub fn load_average() -> Option<[f64; 3]> {
-    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().ok());
-    Some([it.next()??, it.next()??, it.next()??])
-}
+pub use crate::data::host::load_average;
 
 /// CPU ticks (user + system) and name of every process now.
 pub fn cpu_ticks() -> BTreeMap<u32, (u64, String)> {

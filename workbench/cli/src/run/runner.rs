@@ -19,6 +19,7 @@ use crate::spec::{Scale, Spec, Target};
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use probe::Cell;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -39,8 +40,8 @@ pub struct Options {
     pub command_line: Vec<String>,
 }
 
-/// One planned cell.
-#[derive(Debug, Clone)]
+/// One planned cell (serialised as a Slurm task's work, [`crate::run::slurm`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Planned {
     pub id: String,
     pub target: Target,
@@ -214,6 +215,14 @@ pub fn run_spec(
     bins: &mut Binaries,
     multi: &MultiProgress,
 ) -> Result<Outcome> {
+    let (cells, staging, before) = prepare(opts, spec)?;
+    let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
+    assemble(opts, spec_path, spec, &cells, &staging, resumed, before)
+}
+
+/// A run's start, whatever runs its cells: the cells planned, the staging
+/// directory (created; emptied first with `--fresh`) and the moment.
+pub(crate) fn prepare(opts: &Options, spec: &Spec) -> Result<(Vec<Planned>, PathBuf, Before)> {
     let start = Instant::now();
     let cells = plan(spec, opts.scale)?;
     let (rev, dirty) = manifest::git_state(&opts.root);
@@ -233,17 +242,47 @@ pub fn run_spec(
         let d = staging.join(sub);
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     }
-    let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
-    assemble(opts, spec_path, spec, &cells, &staging, resumed, before)
+    Ok((cells, staging, before))
 }
 
 /// What a run records of the moment it started.
-struct Before {
-    start: Instant,
-    load: Option<[f64; 3]>,
-    ticks: BTreeMap<u32, (u64, String)>,
-    rev: String,
-    dirty: bool,
+pub(crate) struct Before {
+    pub start: Instant,
+    pub load: Option<[f64; 3]>,
+    /// Every process's CPU ticks (empty: busy processes are not looked for).
+    pub ticks: BTreeMap<u32, (u64, String)>,
+    pub rev: String,
+    pub dirty: bool,
+}
+
+/// What the runner keeps beside a finished cell's records: its wall time
+/// and, for a cell run elsewhere (a Slurm task), the node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellMeta {
+    pub seconds: f64,
+    #[serde(default)]
+    pub node: Option<manifest::Node>,
+}
+
+fn cell_file(staging: &Path, id: &str, ext: &str) -> PathBuf {
+    staging.join("cells").join(format!("{id}.{ext}"))
+}
+
+/// Whether a cell's records are on disk (the cell is done).
+pub(crate) fn cell_done(staging: &Path, id: &str) -> bool {
+    cell_file(staging, id, "jsonl").exists()
+}
+
+/// Writes a finished cell: its meta first, then its records, whose file
+/// marks the cell done (each written whole, through a rename).
+pub(crate) fn write_cell(staging: &Path, id: &str, records: &[Record], meta: &CellMeta) -> Result<()> {
+    dataset::write_atomic(&cell_file(staging, id, "meta.json"), serde_json::to_string(meta)?.as_bytes())?;
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    dataset::write_atomic(&cell_file(staging, id, "jsonl"), text.as_bytes())
 }
 
 /// Runs each cell not already on disk in `staging/cells/` (a resumed run
@@ -266,7 +305,7 @@ fn run_cells(
     overall.set_prefix(spec.dataset().to_string());
     let mut resumed = 0;
     for p in cells {
-        let out = staging.join("cells").join(format!("{}.jsonl", p.id));
+        let out = cell_file(staging, &p.id, "jsonl");
         if out.exists() {
             resumed += 1;
             overall.inc(1);
@@ -296,12 +335,7 @@ fn run_cells(
         overall.set_message(p.id.clone());
         let t = Instant::now();
         let records = run_cell(&bin, p, staging, multi)?;
-        let mut text = String::new();
-        for r in &records {
-            text.push_str(&serde_json::to_string(r)?);
-            text.push('\n');
-        }
-        dataset::write_atomic(&out, text.as_bytes())?;
+        write_cell(staging, &p.id, &records, &CellMeta { seconds: t.elapsed().as_secs_f64(), node: None })?;
         overall.inc(1);
         if multi.is_hidden() {
             eprintln!(
@@ -319,7 +353,7 @@ fn run_cells(
 
 /// Every cell is on disk: assembles the records and the manifest in the
 /// staging directory, then publishes it as the run's directory.
-fn assemble(
+pub(crate) fn assemble(
     opts: &Options,
     spec_path: &Path,
     spec: &Spec,
@@ -331,8 +365,18 @@ fn assemble(
     let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
     let exp_dir = opts.data.join(spec.dataset());
     let mut frame = dataset::FrameBuilder::default();
+    let (mut cell_seconds, mut nodes) = (BTreeMap::new(), BTreeMap::new());
     for p in cells {
-        let path = staging.join("cells").join(format!("{}.jsonl", p.id));
+        // A cell finished before meta files were kept has none.
+        if let Ok(text) = std::fs::read_to_string(cell_file(staging, &p.id, "meta.json")) {
+            let meta: CellMeta = serde_json::from_str(&text)
+                .with_context(|| format!("{}", cell_file(staging, &p.id, "meta.json").display()))?;
+            cell_seconds.insert(p.id.clone(), meta.seconds);
+            if let Some(n) = meta.node {
+                nodes.insert(p.id.clone(), n);
+            }
+        }
+        let path = cell_file(staging, &p.id, "jsonl");
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
             let r: Record = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
@@ -340,12 +384,17 @@ fn assemble(
         }
     }
     let secs_run = start.elapsed().as_secs_f64();
-    let busy = crate::run::provenance::busy_between(
-        &ticks_before,
-        &crate::run::provenance::cpu_ticks(),
-        secs_run,
-        &[std::process::id()],
-    );
+    // Cells that ran elsewhere (Slurm tasks) leave nothing to compare here.
+    let busy = if ticks_before.is_empty() {
+        Vec::new()
+    } else {
+        crate::run::provenance::busy_between(
+            &ticks_before,
+            &crate::run::provenance::cpu_ticks(),
+            secs_run,
+            &[std::process::id()],
+        )
+    };
     let load_after = crate::run::provenance::load_average();
     let dirty_diff = if dirty {
         dataset::write_atomic(&staging.join("dirty.diff"), crate::run::provenance::diff(&opts.root)?.as_bytes())?;
@@ -391,6 +440,8 @@ fn assemble(
         load_after,
         busy_processes: busy,
         dirty_diff,
+        cell_seconds,
+        nodes,
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();
@@ -401,7 +452,7 @@ fn assemble(
 
 /// The subject about to run must have been built from the revision the
 /// manifest will name (a build racing the run, or a stale binary, is refused).
-fn check_revision(bin: &Path, rev: &str) -> Result<()> {
+pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
     let out = Command::new(bin)
         .arg("--revision")
         .output()
@@ -413,7 +464,7 @@ fn check_revision(bin: &Path, rev: &str) -> Result<()> {
     Ok(())
 }
 
-fn say(multi: &MultiProgress, line: String) {
+pub(crate) fn say(multi: &MultiProgress, line: String) {
     if multi.is_hidden() {
         eprintln!("{line}");
     } else {
@@ -422,7 +473,7 @@ fn say(multi: &MultiProgress, line: String) {
 }
 
 /// Spawns one cell's process and returns its records with the cell's fields added.
-fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
+pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
     let mut cell = p.cell.clone();
     if p.variant == "dhat" {
         cell["trace"] = Value::from(staging.join("traces").join(format!("{}.dhat.json", p.id)).display().to_string());
