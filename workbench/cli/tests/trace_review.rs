@@ -6,6 +6,10 @@
 //! one `main`: the profiler records every thread of the process, and the
 //! harness's own thread allocates while tests run.
 
+// The one-test protocol, shared with zap's allocation gates.
+#[path = "../../zap/tests/one_test/mod.rs"]
+mod one_test;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use workbench::inspect::trace::{self, By, Trace};
@@ -51,8 +55,7 @@ fn site_of<'a>(sites: &'a [trace::Site], function: &str) -> Vec<&'a trace::Site>
 }
 
 fn main() {
-    review_finds_the_known_sites_and_the_injected_one();
-    println!("trace_review: ok");
+    one_test::run("review_finds_the_known_sites_and_the_injected_one", review_finds_the_known_sites_and_the_injected_one);
 }
 
 fn review_finds_the_known_sites_and_the_injected_one() {

@@ -1,6 +1,8 @@
 //! Allocation gate: parsing and every accessor, on valid and corrupted input
 //! alike, allocate nothing (the seed corpus and every byte flip of it).
 
+mod one_test;
+
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
@@ -31,6 +33,5 @@ fn reading_any_bytes_allocates_nothing() {
 // thread of the process, and the harness's main thread, waiting on the test
 // thread, sometimes allocates mid-test (4 blocks once, on a loaded machine).
 fn main() {
-    reading_any_bytes_allocates_nothing();
-    println!("test reading_any_bytes_allocates_nothing ... ok");
+    one_test::run("reading_any_bytes_allocates_nothing", reading_any_bytes_allocates_nothing);
 }

@@ -1,6 +1,8 @@
 //! Allocation gate: a framed request/response loop over an in-memory duplex
 //! performs 0 allocations per round trip in steady state, client and server.
 
+mod one_test;
+
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
@@ -53,6 +55,5 @@ fn framed_round_trips_allocate_nothing_in_steady_state() {
 // thread of the process, and the harness's main thread, waiting on the test
 // thread, sometimes allocates mid-test (4 blocks once, on a loaded machine).
 fn main() {
-    framed_round_trips_allocate_nothing_in_steady_state();
-    println!("test framed_round_trips_allocate_nothing_in_steady_state ... ok");
+    one_test::run("framed_round_trips_allocate_nothing_in_steady_state", framed_round_trips_allocate_nothing_in_steady_state);
 }

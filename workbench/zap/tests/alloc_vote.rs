@@ -2,6 +2,8 @@
 //! after warm-up performs exactly 0 heap allocations. (dhat testing mode:
 //! one test per file.)
 
+mod one_test;
+
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
@@ -56,6 +58,5 @@ fn thousand_votes_allocate_nothing_after_warm_up() {
 // thread of the process, and the harness's main thread, waiting on the test
 // thread, sometimes allocates mid-test (4 blocks once, on a loaded machine).
 fn main() {
-    thousand_votes_allocate_nothing_after_warm_up();
-    println!("test thousand_votes_allocate_nothing_after_warm_up ... ok");
+    one_test::run("thousand_votes_allocate_nothing_after_warm_up", thousand_votes_allocate_nothing_after_warm_up);
 }
