@@ -55,7 +55,10 @@ fn site_of<'a>(sites: &'a [trace::Site], function: &str) -> Vec<&'a trace::Site>
 }
 
 fn main() {
-    one_test::run("review_finds_the_known_sites_and_the_injected_one", review_finds_the_known_sites_and_the_injected_one);
+    one_test::run(
+        "review_finds_the_known_sites_and_the_injected_one",
+        review_finds_the_known_sites_and_the_injected_one,
+    );
 }
 
 fn review_finds_the_known_sites_and_the_injected_one() {

@@ -19,9 +19,21 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        // NOTE: a fixed directory under cargo's per-target scratch space: a
-        // static fixture has no teardown, so each run replaces the last one's.
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("datastore-oracle");
+        // NOTE: a directory per process under cargo's per-target scratch
+        // space (cargo-nextest runs each test in a process of its own, beside
+        // others): a static fixture has no teardown, so each process first
+        // removes those of processes that are gone.
+        let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name
+                .strip_prefix("datastore-oracle-")
+                .is_some_and(|pid| !std::path::Path::new("/proc").join(pid).exists())
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = tmp.join(format!("datastore-oracle-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let db = Db::open(&dir).unwrap();
         db.execute(workload::CREATE).unwrap();

@@ -55,5 +55,8 @@ fn framed_round_trips_allocate_nothing_in_steady_state() {
 // thread of the process, and the harness's main thread, waiting on the test
 // thread, sometimes allocates mid-test (4 blocks once, on a loaded machine).
 fn main() {
-    one_test::run("framed_round_trips_allocate_nothing_in_steady_state", framed_round_trips_allocate_nothing_in_steady_state);
+    one_test::run(
+        "framed_round_trips_allocate_nothing_in_steady_state",
+        framed_round_trips_allocate_nothing_in_steady_state,
+    );
 }
