@@ -44,7 +44,19 @@ python3 scripts/modgraph.py
 step "cargo clippy --release --all-targets -D warnings"
 cargo clippy --release --workspace --all-targets -- -D warnings
 step "tests (release profile)"
-cargo test --release --workspace
+# PERF (test time): cargo-nextest runs the test binaries' tests side by side
+# on both cores (.config/nextest.toml: the longest first, the timing test
+# alone), where `cargo test` runs one binary at a time; its build is
+# `cargo test --no-run`'s, so nothing compiles twice. Doc tests are cargo
+# test's alone. Without nextest (it ships with this project's toolchain
+# image, not with every rustup), `cargo test` runs the same tests.
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --release --workspace --no-fail-fast
+    cargo test --release --workspace --doc
+else
+    echo "test: cargo-nextest not found; running the tests one binary at a time (cargo test)"
+    cargo test --release --workspace
+fi
 # The probe's per-variant tests need the allocator feature on; one at a time
 # because dhat and jemalloc are both global allocators. NOTE: features are
 # resolved over the workspace (`--workspace --test …`), as the build above
