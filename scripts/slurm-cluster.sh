@@ -17,17 +17,29 @@ cmd=${1:-}
 dir=${2:-/tmp/wb-slurm}
 conf="$dir/slurm.conf"
 
+# Stops what `start` started in $dir and waits (up to 10 s each) until it
+# has exited, so that a start right after finds the ports free.
 stop() {
+    local pids=()
     for d in slurmd slurmctld; do
         if [ -f "$dir/$d.pid" ]; then
-            kill "$(cat "$dir/$d.pid")" 2>/dev/null || true
+            pids+=("$(cat "$dir/$d.pid")")
             rm -f "$dir/$d.pid"
         fi
     done
     if [ -f "$dir/munged.started" ]; then
-        pkill -x munged 2>/dev/null || true
+        pids+=($(pgrep -x munged || true))
         rm -f "$dir/munged.started"
     fi
+    for p in "${pids[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in "${pids[@]}"; do
+        for _ in $(seq 100); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+    done
 }
 
 case "$cmd" in

@@ -428,6 +428,11 @@ pub fn plan(opts: &runner::Options, specs: &[(PathBuf, Spec)], nodes: &[usize]) 
         ));
         durations.extend(m.cell_seconds.values().copied());
     }
+    if durations.is_empty() {
+        out.push_str(&format!("no {} run of these specs records its cell durations: nothing to project\n", opts.scale));
+        out.push_str(&format!("not in the projection: {}\n", without.join("; ")));
+        return Ok(out);
+    }
     let total: f64 = durations.iter().sum();
     let longest = durations.iter().copied().fold(0.0, f64::max);
     out.push_str(&format!(
