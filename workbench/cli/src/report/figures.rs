@@ -6,6 +6,7 @@
 use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -77,11 +78,18 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing: {e:?}");
     area.fill(&WHITE).map_err(err)?;
     let px = |v: f64| (v * scale) as u32;
-    let mut builder = ChartBuilder::on(&area);
+    // The legend in a column of its own, right of the plot: inside the plot
+    // it covered the lines' right ends, where the largest sizes, clients or
+    // depths are (issue 31). Sized to the longest label, at ≈ 7.5 px a
+    // character of the 13 px font.
+    let longest = lines.iter().map(|l| l.label.chars().count()).max().unwrap_or(0) as f64;
+    let legend_w = px((40.0 + 7.5 * longest).clamp(100.0, 360.0));
+    let (plot, legend) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
+    let mut builder = ChartBuilder::on(&plot);
     builder
         .caption(&c.title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
-        .margin_right(px(30.0))
+        .margin_right(px(16.0))
         .x_label_area_size(px(45.0))
         .y_label_area_size(px(80.0));
     let (x0, x1) = c.x_range;
@@ -106,18 +114,8 @@ where
                 let color = PALETTE[i % PALETTE.len()];
                 chart
                     .draw_series(LineSeries::new(line.points.iter().map($map), color.stroke_width(px(2.0))))
-                    .map_err(err)?
-                    .label(line.label.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                    .map_err(err)?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .label_font(("sans-serif", px(13.0)))
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
         }};
     }
     match (c.x_log, c.y_log_floor) {
@@ -133,20 +131,30 @@ where
             ))
         }
     }
+    // One row per line, from the top of the plot (below the caption).
+    let (row, top) = (px(20.0) as i32, px(48.0) as i32);
+    for (i, line) in lines.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let y = top + i as i32 * row;
+        legend.draw(&PathElement::new(vec![(0, y), (px(22.0) as i32, y)], color.stroke_width(px(2.0)))).map_err(err)?;
+        let style = ("sans-serif", px(13.0)).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+        legend.draw(&Text::new(line.label.clone(), (px(28.0) as i32, y), style)).map_err(err)?;
+    }
     area.present().map_err(err)?;
     Ok(())
 }
 
-/// Draws `name.svg` (900×560) and `name.png` (twice the size) in `dir`.
+/// Draws `name.svg` (1100×560: the plot and the legend's column) and
+/// `name.png` (twice the size) in `dir`.
 pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
-    draw_lines(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), lines, chart, 1.0)?;
+    draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
     let png = dir.join(format!("{name}.png"));
-    draw_lines(BitMapBackend::new(&png, (1800, 1120)).into_drawing_area(), lines, chart, 2.0)?;
+    draw_lines(BitMapBackend::new(&png, (2200, 1120)).into_drawing_area(), lines, chart, 2.0)?;
     Ok(vec![svg, png])
 }
 
-/// Draws two charts side by side into `name.svg` (1400×560) and `name.png`.
+/// Draws two charts side by side into `name.svg` (1800×560) and `name.png`.
 pub(crate) fn write_pair(
     dir: &Path,
     name: &str,
@@ -155,15 +163,15 @@ pub(crate) fn write_pair(
 ) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
     {
-        let root = SVGBackend::new(&svg, (1400, 560)).into_drawing_area();
-        let (l, r) = root.split_horizontally(700);
+        let root = SVGBackend::new(&svg, (1800, 560)).into_drawing_area();
+        let (l, r) = root.split_horizontally(900);
         draw_lines(l, left.0, left.1, 1.0)?;
         draw_lines(r, right.0, right.1, 1.0)?;
     }
     let png = dir.join(format!("{name}.png"));
     {
-        let root = BitMapBackend::new(&png, (2800, 1120)).into_drawing_area();
-        let (l, r) = root.split_horizontally(1400);
+        let root = BitMapBackend::new(&png, (3600, 1120)).into_drawing_area();
+        let (l, r) = root.split_horizontally(1800);
         draw_lines(l, left.0, left.1, 2.0)?;
         draw_lines(r, right.0, right.1, 2.0)?;
     }
