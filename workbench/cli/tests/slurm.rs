@@ -1,7 +1,8 @@
 //! A tiny spec through a real Slurm cluster (the test command starts a
 //! one-node one with `scripts/slurm-cluster.sh` and sets `SLURM_CONF`): the
 //! same cells and the same exact counts as a local run, every cell's node
-//! and time in the manifest, and `--no-wait` + `collect` over a run that had
+//! and time in the manifest, the timed spec's tasks pinned to one node, no
+//! binary in the published dataset, and `--no-wait` + `collect` over a run that had
 //! one cell done already, whose job held only the missing cells.
 //!
 //! Without `SLURM_CONF` (a plain `cargo test`) the test says so and passes;
@@ -67,6 +68,10 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
     assert!(r.manifest.nodes.values().all(|n| n.hostname == host && n.cores >= 1), "{:?}", r.manifest.nodes);
     assert_eq!(r.manifest.cell_seconds.len(), r.manifest.cells.len());
     assert_eq!(l.manifest.cell_seconds.len(), l.manifest.cells.len(), "a local run records cell times too");
+    // A timed spec (jemalloc) ran on one named node; no binary was published.
+    let job = std::fs::read_to_string(outcome.dir.join("slurm/job.sh")).unwrap();
+    assert!(job.contains("#SBATCH --exclusive\n") && job.contains(&format!("#SBATCH --nodelist={host}\n")), "{job}");
+    assert!(!outcome.dir.join("bin").exists(), "the tasks' binaries were published with the dataset");
     assert!(l.manifest.nodes.is_empty(), "a local run's cells ran on the machine its manifest describes");
 
     // --no-wait over a run with one cell done: only the others are submitted,

@@ -12,14 +12,18 @@
 //!
 //! Honest timings across nodes: a spec with any timing build (every build
 //! but dhat, whose counts are exact wherever they run) asks for whole nodes
-//! (`--exclusive`), so no two of its cells share a node's cores.
+//! (`--exclusive`), so no two of its cells share a node's cores, and all its
+//! tasks run on one node (`--nodelist`, the partition's nodes dealt to such
+//! specs by name), so every ratio between its cells is a ratio within one
+//! machine. Count-only specs spread over every node.
 //!
 //! # Layout of a submission (under the staging directory)
 //! - `slurm/tasks.jsonl`: task i's cell and binary, line i;
 //! - `slurm/job.sh`: the sbatch script; `slurm/submission.json`: the job id
 //!   and what the run recorded when it submitted;
 //! - `bin/`: the binaries the tasks run (copies, so a rebuild here cannot
-//!   change what a queued task runs), the workbench included;
+//!   change what a queued task runs), the workbench included; removed
+//!   before the dataset is published;
 //! - `logs/slurm-<job>_<task>.out`: each task's output.
 
 use crate::data::manifest;
@@ -91,7 +95,15 @@ fn quote(s: &str) -> String {
 }
 
 /// The sbatch script of a job array of `tasks` tasks over `staging`.
-fn script(spec: &Spec, opts: &runner::Options, s: &Options, staging: &Path, workbench: &Path, tasks: usize) -> String {
+fn script(
+    spec: &Spec,
+    opts: &runner::Options,
+    s: &Options,
+    staging: &Path,
+    workbench: &Path,
+    tasks: usize,
+    node: Option<&str>,
+) -> String {
     let mut out = String::from("#!/bin/sh\n");
     let mut directive = |k: &str, v: Option<&str>| {
         out.push_str(&match v {
@@ -106,6 +118,9 @@ fn script(spec: &Spec, opts: &runner::Options, s: &Options, staging: &Path, work
     if exclusive(spec, opts) {
         directive("exclusive", None);
     }
+    if let Some(n) = node {
+        directive("nodelist", Some(n));
+    }
     for (k, v) in [("partition", &s.partition), ("account", &s.account), ("time", &s.time)] {
         if let Some(v) = v {
             directive(k, Some(v));
@@ -117,6 +132,34 @@ fn script(spec: &Spec, opts: &runner::Options, s: &Options, staging: &Path, work
         quote(&staging.display().to_string())
     ));
     out
+}
+
+/// The node all of a timed spec's tasks run on: the partition's nodes
+/// (`sinfo`), dealt to specs by a hash of the dataset's name, so that
+/// different timed specs spread over the nodes and a resubmission of one
+/// goes back to the same node.
+fn node_for(spec: &Spec, s: &Options) -> Result<String> {
+    let mut args = vec!["-h", "-N", "-o", "%N"];
+    if let Some(p) = &s.partition {
+        args.extend(["-p", p.as_str()]);
+    }
+    let nodes: BTreeSet<String> =
+        slurm_cmd("sinfo", &args)?.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
+    if nodes.is_empty() {
+        bail!("sinfo {} lists no node to run {} on", args.join(" "), spec.dataset());
+    }
+    let h = spec.dataset().bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    Ok(nodes.iter().nth((h % nodes.len() as u64) as usize).cloned().unwrap_or_default())
+}
+
+/// Removes the binaries copied for the tasks: a dataset holds records,
+/// traces and logs, not executables.
+fn drop_binaries(staging: &Path) -> Result<()> {
+    let bin = staging.join("bin");
+    if bin.exists() {
+        std::fs::remove_dir_all(&bin).with_context(|| format!("removing {}", bin.display()))?;
+    }
+    Ok(())
 }
 
 /// Runs `program args`, returning its standard output; a missing program
@@ -176,7 +219,8 @@ pub fn run(
         let (cells, staging) = (runner::plan(spec, opts.scale)?, runner::staging_dir(opts, spec)?);
         let pending: Vec<&Planned> = cells.iter().filter(|p| !runner::cell_done(&staging, &p.id)).collect();
         println!("# {}: {} cells, {} to submit", spec.dataset(), cells.len(), pending.len());
-        println!("{}", script(spec, opts, s, &staging, &staging.join("bin").join("workbench"), pending.len()));
+        let node = exclusive(spec, opts).then_some("<one node of the partition, chosen at submission>");
+        println!("{}", script(spec, opts, s, &staging, &staging.join("bin").join("workbench"), pending.len(), node));
         for (i, p) in pending.iter().enumerate() {
             println!("# task {i}: {} ({} build)", p.id, p.variant);
         }
@@ -211,6 +255,7 @@ pub fn run(
             staging.display()
         );
     }
+    drop_binaries(&staging)?;
     Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before)?))
 }
 
@@ -252,9 +297,10 @@ fn submit(
     }
     crate::data::dataset::write_atomic(&dir.join("tasks.jsonl"), tasks.as_bytes())?;
     let script_path = dir.join("job.sh");
+    let node = if exclusive(spec, opts) { Some(node_for(spec, s)?) } else { None };
     crate::data::dataset::write_atomic(
         &script_path,
-        script(spec, opts, s, staging, &workbench, pending.len()).as_bytes(),
+        script(spec, opts, s, staging, &workbench, pending.len(), node.as_deref()).as_bytes(),
     )?;
     let out = slurm_cmd("sbatch", &["--parsable", &script_path.display().to_string()])?;
     // `--parsable` prints `<job>` or `<job>;<cluster>`.
@@ -278,7 +324,10 @@ fn submit(
             "{}: submitted job {job}, {} tasks{} (script {})",
             spec.dataset(),
             pending.len(),
-            if exclusive(spec, opts) { ", each on a node of its own" } else { "" },
+            match &node {
+                Some(n) => format!(", one at a time on {n}"),
+                None => String::new(),
+            },
             script_path.display()
         ),
     );
@@ -381,6 +430,7 @@ pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<
         rev: sub.rev,
         dirty: sub.dirty,
     };
+    drop_binaries(&staging)?;
     runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before)
 }
 
@@ -484,13 +534,13 @@ mod tests {
             Spec::parse(&text, Path::new("a.toml")).unwrap()
         };
         let (staging, wb) = (Path::new("/st"), Path::new("/st/bin/workbench"));
-        let timed = script(&spec(r#"["dhat", "system"]"#), &opts, &s, staging, wb, 4);
+        let timed = script(&spec(r#"["dhat", "system"]"#), &opts, &s, staging, wb, 4, Some("n1"));
         assert!(timed.contains("#SBATCH --array=0-3\n") && timed.contains("#SBATCH --exclusive\n"), "{timed}");
         assert!(timed.contains("#SBATCH --partition=big\n") && timed.contains("#SBATCH --time=00:10:00\n"), "{timed}");
-        assert!(!timed.contains("--account"), "{timed}");
+        assert!(!timed.contains("--account") && timed.contains("#SBATCH --nodelist=n1\n"), "{timed}");
         assert!(timed.ends_with("exec '/st/bin/workbench' slurm-task '/st' \"$SLURM_ARRAY_TASK_ID\"\n"), "{timed}");
-        let counts = script(&spec(r#"["dhat"]"#), &opts, &s, staging, wb, 4);
-        assert!(!counts.contains("--exclusive"), "{counts}");
+        let counts = script(&spec(r#"["dhat"]"#), &opts, &s, staging, wb, 4, None);
+        assert!(!counts.contains("--exclusive") && !counts.contains("--nodelist"), "{counts}");
     }
 
     #[test]
