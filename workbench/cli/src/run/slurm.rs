@@ -449,7 +449,8 @@ pub fn makespan(durations: &[f64], nodes: usize) -> f64 {
 
 /// `workbench run --plan --nodes N,…`: the suite's wall time projected from
 /// the cell durations of each spec's latest run at `opts.scale` (builds and
-/// queueing not included), one cell per node at a time.
+/// queueing not included), one cell per node at a time, a timed spec's cells
+/// all on one node (one job of their summed time).
 pub fn plan(opts: &runner::Options, specs: &[(PathBuf, Spec)], nodes: &[usize]) -> Result<String> {
     let mut durations = Vec::new();
     let mut out = String::new();
@@ -469,14 +470,21 @@ pub fn plan(opts: &runner::Options, specs: &[(PathBuf, Spec)], nodes: &[usize]) 
             continue;
         }
         let sum: f64 = m.cell_seconds.values().sum();
+        // A timed spec's cells run one after another on one node (`--nodelist`).
+        let pinned = exclusive(spec, opts);
         out.push_str(&format!(
-            "{:<24} {:>5} cells {:>9.1} s  {}\n",
+            "{:<24} {:>5} cells {:>9.1} s{}  {}\n",
             spec.dataset(),
             m.cell_seconds.len(),
             sum,
+            if pinned { " (one node)" } else { "" },
             dir.display()
         ));
-        durations.extend(m.cell_seconds.values().copied());
+        if pinned {
+            durations.push(sum);
+        } else {
+            durations.extend(m.cell_seconds.values().copied());
+        }
     }
     if durations.is_empty() {
         out.push_str(&format!("no {} run of these specs records its cell durations: nothing to project\n", opts.scale));
@@ -486,7 +494,7 @@ pub fn plan(opts: &runner::Options, specs: &[(PathBuf, Spec)], nodes: &[usize]) 
     let total: f64 = durations.iter().sum();
     let longest = durations.iter().copied().fold(0.0, f64::max);
     out.push_str(&format!(
-        "\n{} cells, {total:.1} s of cells at {} scale; longest cell {longest:.1} s (no projection goes below it)\n",
+        "\n{} jobs (a timed spec's cells are one), {total:.1} s of cells at {} scale; longest job {longest:.1} s (no projection goes below it)\n",
         durations.len(),
         opts.scale
     ));
