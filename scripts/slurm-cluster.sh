@@ -10,8 +10,9 @@
 # with process tracking by /proc (no cgroups), no task plugin and no
 # accounting; configuration, state, spool and logs under DIR (default
 # /tmp/wb-slurm). One node: this machine, with its CPUs and 90 % of its
-# memory. The daemons bind to the address the host name resolves to
-# (CommunicationParameters=NoCtldInAddrAny,NoInAddrAny), loopback here.
+# memory. Both daemons are addressed at 127.0.0.1 (SlurmctldHost's and
+# NodeAddr's address, whatever the host name resolves to) and bind to it
+# alone (CommunicationParameters=NoCtldInAddrAny,NoInAddrAny).
 set -euo pipefail
 cmd=${1:-}
 dir=${2:-/tmp/wb-slurm}
@@ -73,7 +74,7 @@ start)
     cat >"$conf" <<EOF
 # Written by scripts/slurm-cluster.sh: a one-node cluster for tests.
 ClusterName=workbench
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -92,7 +93,7 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
     export SLURM_CONF="$conf"
