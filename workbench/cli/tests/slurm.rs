@@ -9,31 +9,15 @@
 //! `scripts/test.sh` runs it again with the cluster up, where it must run.
 
 mod common;
+#[path = "common/tiny_alloc.rs"]
+mod tiny_alloc;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tiny_alloc::{allocs_of, column_u64, ALLOC};
 use workbench::data::dataset;
-use workbench::report::tables;
 use workbench::run::{runner, slurm};
 use workbench::spec::{Scale, Spec};
-
-const SPEC: &str = r#"
-experiment = "alloc-profile"
-codecs = ["zap", "json-rpc"]
-payloads = [64]
-variants = ["dhat", "jemalloc"]
-[quick]
-messages = 20
-warmup = 2
-[full]
-messages = 100
-"#;
-
-fn allocs(dir: &Path, codec: &str) -> Vec<Option<u64>> {
-    let run = dataset::load_run(dir).unwrap();
-    let df = tables::select(&run.records, &[("codec", codec), ("variant", "dhat")], &[]).unwrap();
-    df.column("allocs").unwrap().u64().unwrap().iter().collect()
-}
 
 #[test]
 fn tiny_spec_through_slurm_matches_a_local_run() {
@@ -44,7 +28,7 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
     let out = std::env::temp_dir().join(format!("wb-slurm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let (mut opts, multi, mut bins) = common::setup(&out.join("local"), "slurm");
-    let spec = Spec::parse(SPEC, Path::new("alloc.toml")).unwrap();
+    let spec = Spec::parse(ALLOC, Path::new("alloc.toml")).unwrap();
     let local = runner::run_spec(&opts, Path::new("alloc.toml"), &spec, &mut bins, &multi).unwrap();
 
     // The same spec as a job array, waited for and published.
@@ -59,7 +43,7 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
     assert_eq!(l.manifest.cells, r.manifest.cells);
     assert_eq!(l.records.height(), r.records.height());
     for codec in ["zap", "json-rpc"] {
-        let (a, b) = (allocs(&local.dir, codec), allocs(&outcome.dir, codec));
+        let (a, b) = (allocs_of(&local.dir, codec, "dhat"), allocs_of(&outcome.dir, codec, "dhat"));
         assert_eq!(a.len(), 20 * 3, "{codec}");
         assert_eq!(a, b, "{codec}: exact counts differ between the local run and the Slurm run");
     }
@@ -103,8 +87,7 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
     };
     assert_eq!((collected.cells, collected.resumed), (local.cells, 1));
     let records = dataset::load_run(&collected.dir).unwrap().records;
-    let marker: Vec<Option<u64>> = records.column("marker").unwrap().u64().unwrap().iter().collect();
-    assert_eq!(marker.iter().flatten().collect::<Vec<_>>(), [&7]);
-    assert_eq!(allocs(&collected.dir, "json-rpc"), allocs(&local.dir, "json-rpc"));
+    assert_eq!(column_u64(&records, "marker").iter().flatten().collect::<Vec<_>>(), [&7]);
+    assert_eq!(allocs_of(&collected.dir, "json-rpc", "dhat"), allocs_of(&local.dir, "json-rpc", "dhat"));
     let _ = std::fs::remove_dir_all(&out);
 }

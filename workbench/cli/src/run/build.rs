@@ -116,11 +116,19 @@ fn drive_with_plain(
     let plain = get("o3").context("variant o3 is not registered")?;
     let plain_bin = build_shared(root, dir, target, plain, log_file, log)?;
     for b in others {
-        let (from, to) = (plain_bin.with_file_name(b), cell_bin.with_file_name(b));
-        let tmp = to.with_file_name(format!(".{b}.{}", std::process::id()));
-        std::fs::copy(&from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
-        std::fs::rename(&tmp, &to).with_context(|| format!("renaming {} to {}", tmp.display(), to.display()))?;
+        copy_whole(&plain_bin.with_file_name(b), &cell_bin.with_file_name(b))?;
     }
+    Ok(())
+}
+
+/// Copies `from` to `to` through a temporary name and a rename, so a reader
+/// sees a whole file or the old one, and a process still running the old
+/// file keeps its inode.
+fn copy_whole(from: &Path, to: &Path) -> Result<()> {
+    let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = to.with_file_name(format!(".{name}.{}", std::process::id()));
+    std::fs::copy(from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to).with_context(|| format!("renaming {} to {}", tmp.display(), to.display()))?;
     Ok(())
 }
 
@@ -134,10 +142,7 @@ pub fn copy_binaries(cell_bin: &Path, to: &Path, target: Target) -> Result<PathB
     }
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for b in target.binaries() {
-        let from = cell_bin.with_file_name(b);
-        let (out, tmp) = (to.join(b), to.join(format!(".{b}.{}", std::process::id())));
-        std::fs::copy(&from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
-        std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+        copy_whole(&cell_bin.with_file_name(b), &to.join(b))?;
     }
     Ok(to.join(target.package_and_bin().1))
 }
