@@ -30,16 +30,22 @@
 //! - [`paper`]: the paper's macros and PDF build; [`paper::claims`], the
 //!   source papers' claims against ours.
 //! - [`inspect`]: dhat trace review and benchstat-style run comparison.
+//! - [`history`]: a spec run at every commit of a range (a git worktree,
+//!   the runner), and bisection of an exact count.
+//! - [`site`]: the browsable report (`report/`): every experiment, trace,
+//!   comparison and history as static HTML.
 //! - [`fmt`]: number formatting shared by all of them.
 //!
 //! `scripts/modgraph.py` prints the module graph and fails on a cycle.
 
 pub mod data;
 pub mod fmt;
+pub mod history;
 pub mod inspect;
 pub mod paper;
 pub mod report;
 pub mod run;
+pub mod site;
 pub mod spec;
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::path::{Path, PathBuf};
+use workbench::history;
 use workbench::inspect::{compare, trace};
 use workbench::report;
 use workbench::run::{runner, slurm};
@@ -98,6 +99,50 @@ enum Cmd {
     /// Build the paper: macros and claims from data/, figures to PDF, then
     /// latexmk → paper/build/main.pdf (tables come from `workbench tables`).
     Paper,
+    /// Write the browsable report site (static HTML, opens from the file
+    /// system): every experiment, trace, comparison and history.
+    Report {
+        /// Where (default: <root>/report).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run a spec at every commit of a range (like `asv run A..B`), each in a
+    /// git worktree, one dataset per commit under <data>/history/; the
+    /// report plots every metric against the commits and flags changes.
+    History {
+        /// A spec name (experiments/NAME.toml) or path; the cells are the
+        /// spec's as it is now, at every commit.
+        spec: String,
+        /// A git range `A..B` (A excluded, as in git log) or one commit.
+        #[arg(long)]
+        commits: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
+        /// Run only this many commits of the range, evenly spaced (the last kept).
+        #[arg(long)]
+        steps: Option<usize>,
+    },
+    /// Find the first commit of good..bad where one cell's exact count
+    /// changed, measuring ⌈log2 n⌉ commits; prints it with the allocation
+    /// sites that differ.
+    Bisect {
+        spec: String,
+        /// The cell's id, as the run names it (e.g. zap-p64-dhat-r0).
+        #[arg(long)]
+        cell: String,
+        /// An exact-count column of the records (e.g. allocs, bytes).
+        #[arg(long)]
+        metric: String,
+        /// Only records with column=value (repeatable), e.g. phase=roundtrip.
+        #[arg(long = "where")]
+        filters: Vec<String>,
+        #[arg(long)]
+        good: String,
+        #[arg(long)]
+        bad: String,
+        #[arg(long, value_enum, default_value_t = Scale::Quick)]
+        scale: Scale,
+    },
     /// Review dhat allocation traces: top sites, diffs, trees, the viewer.
     Trace {
         #[command(subcommand)]
@@ -288,6 +333,80 @@ fn main() -> Result<()> {
             println!("wrote {}", pdf.strip_prefix(&root).unwrap_or(&pdf).display());
         }
         Cmd::Trace { cmd } => review(cmd)?,
+        Cmd::Report { out } => {
+            let out = out.unwrap_or_else(|| root.join("report"));
+            let w = workbench::site::write(&root, &data, &out, &|s| eprintln!("report: {s}"))?;
+            println!(
+                "wrote {} experiment pages, {} trace pages, {} comparisons, {} histories: open {}",
+                w.experiments,
+                w.traces,
+                w.compares,
+                w.histories,
+                w.index.display()
+            );
+        }
+        Cmd::History { spec, commits, scale, steps } => {
+            let (path, spec) = choose_specs(&root, &[spec])?.pop().context("no spec")?;
+            let all = history::commits(&root, &commits)?;
+            if all.is_empty() {
+                bail!("--commits {commits}: the range holds no commit");
+            }
+            let chosen = history::sample(&all, steps.unwrap_or(0));
+            let _lock =
+                workbench::run::provenance::MeasureLock::acquire(&format!("workbench history {}", spec.dataset()))?;
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let m = history::Measure { root: &root, spec_path: &path, spec: &spec, scale, multi: &multi };
+            eprintln!(
+                "history of {} at {scale} scale: {} of the {} commits of {commits}",
+                spec.dataset(),
+                chosen.len(),
+                all.len()
+            );
+            let out = history::run(&m, &data, &chosen, &|s| workbench::run::runner::say(&multi, s))?;
+            println!(
+                "history of {}: {} measured, {} measured before, {} failed",
+                spec.dataset(),
+                out.measured.len(),
+                out.reused.len(),
+                out.failed.len()
+            );
+            for (c, why) in &out.failed {
+                println!("  failed {} {}: {}", c.short(), c.subject, why.lines().next().unwrap_or(""));
+            }
+            println!("`workbench report` draws it (report/history/{}-{scale}.html)", spec.dataset());
+        }
+        Cmd::Bisect { spec, cell, metric, filters, good, bad, scale } => {
+            let (path, spec) = choose_specs(&root, &[spec])?.pop().context("no spec")?;
+            let filters = filters
+                .iter()
+                .map(|f| {
+                    f.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .with_context(|| format!("--where {f}: not column=value"))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let _lock =
+                workbench::run::provenance::MeasureLock::acquire(&format!("workbench bisect {}", spec.dataset()))?;
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let m = history::Measure { root: &root, spec_path: &path, spec: &spec, scale, multi: &multi };
+            let q = history::bisect::Query { cell: &cell, metric: &metric, filters, good: &good, bad: &bad };
+            let f = history::bisect::run(&m, &data, &q, &|s| workbench::run::runner::say(&multi, s))?;
+            println!("first commit where {metric} of {cell} changed: {} {}", f.commit.hash, f.commit.subject);
+            println!("  before ({} {}): {}", f.before.short(), f.before.subject, f.old);
+            println!("  after:  {}", f.new);
+            println!(
+                "  {} commits in the range; {} measured between the ends (⌈log2 {}⌉ = {}); {} runs reused",
+                f.range,
+                f.probed.len(),
+                f.range,
+                (f.range as f64).log2().ceil(),
+                f.reused
+            );
+            match &f.sites {
+                Some(s) => println!("\nallocation sites that differ:\n{s}"),
+                None => println!("(no dhat traces of this cell to diff)"),
+            }
+        }
         Cmd::Compare { runs, scale, alpha, fail_on, markdown } => {
             let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
             let (a, b) = compare::resolve(&data, &runs, scale)?;

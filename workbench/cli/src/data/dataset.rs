@@ -187,11 +187,16 @@ pub struct Run {
 
 /// Loads the run in `dir`.
 pub fn load_run(dir: &Path) -> Result<Run> {
-    let mpath = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&mpath).with_context(|| format!("reading {}", mpath.display()))?;
-    let manifest: Manifest = serde_json::from_str(&text).with_context(|| format!("parsing {}", mpath.display()))?;
+    let manifest = load_run_manifest(dir)?;
     let records = read_parquet(&dir.join("records.parquet"))?;
     Ok(Run { dir: dir.into(), manifest, records })
+}
+
+/// The manifest of the run in `dir`, without its records.
+pub fn load_run_manifest(dir: &Path) -> Result<Manifest> {
+    let mpath = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&mpath).with_context(|| format!("reading {}", mpath.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", mpath.display()))
 }
 
 /// The finished runs of `experiment` at `scale` under `data`, oldest first

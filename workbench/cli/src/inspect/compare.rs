@@ -469,11 +469,11 @@ fn describe(r: &Run) -> String {
     )
 }
 
-fn short_rev(r: &str) -> &str {
+pub(crate) fn short_rev(r: &str) -> &str {
     &r[..r.len().min(7)]
 }
 
-fn ci(s: &Summary) -> String {
+pub(crate) fn ci(s: &Summary) -> String {
     format!("{} [{}, {}]", ns(s.median), ns(s.lo), ns(s.hi))
 }
 
@@ -491,7 +491,7 @@ fn ns(v: f64) -> String {
 
 /// Exact counts print as integers, or to four decimals when a mean is not
 /// one (a change of one allocation in 10,000 records must still show).
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         crate::fmt::thousands(v.abs() as u64).to_string()
     } else {
@@ -499,7 +499,7 @@ fn num(v: f64) -> String {
     }
 }
 
-fn num_signed(v: f64) -> String {
+pub(crate) fn num_signed(v: f64) -> String {
     if v < 0.0 {
         format!("-{}", num(-v))
     } else {

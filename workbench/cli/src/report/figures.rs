@@ -3,7 +3,7 @@
 //! Text in PNGs uses DejaVu Sans embedded in the binary (the `dejavu`
 //! crate), so figures render the same on a machine without system fonts.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -71,7 +71,20 @@ pub struct Chart<'a> {
     pub y_fmt: &'a dyn Fn(&f64) -> String,
 }
 
-fn draw_lines<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, lines: &[Line], c: &Chart<'_>, scale: f64) -> Result<()>
+/// A drawn point where it landed in the backend's pixels, with the exact
+/// values it stands for: the SVG keeps it as a hover target.
+struct Hit {
+    x: i32,
+    y: i32,
+    text: String,
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    lines: &[Line],
+    c: &Chart<'_>,
+    scale: f64,
+) -> Result<Vec<Hit>>
 where
     DB::ErrorType: 'static,
 {
@@ -94,6 +107,7 @@ where
         .y_label_area_size(px(80.0));
     let (x0, x1) = c.x_range;
     let (y0, y1) = c.y_range;
+    let mut hits = Vec::new();
     // NOTE: plotters types a chart by its coordinate kinds, so each axis combination is its own arm.
     macro_rules! body {
         ($chart:expr, $map:expr) => {{
@@ -115,6 +129,13 @@ where
                 chart
                     .draw_series(LineSeries::new(line.points.iter().map($map), color.stroke_width(px(2.0))))
                     .map_err(err)?;
+                // The exact values, not the axis's rounding: a reader checks a
+                // point against the table (and the report's browser test does).
+                for p in &line.points {
+                    let (x, y) = chart.backend_coord(&$map(p));
+                    let text = format!("{}: {} = {}, {} = {}", line.label, c.x_desc, p.0, c.y_desc, p.1);
+                    hits.push(Hit { x, y, text });
+                }
             }
         }};
     }
@@ -141,14 +162,53 @@ where
         legend.draw(&Text::new(line.label.clone(), (px(28.0) as i32, y), style)).map_err(err)?;
     }
     area.present().map_err(err)?;
-    Ok(())
+    Ok(hits)
+}
+
+/// Adds one invisible circle per point to a written SVG, titled with its
+/// exact values: a browser shows the title on hover (no script needed), and
+/// the report's script shows it beside the pointer.
+fn add_hover_targets(svg: &Path, hits: &[Hit]) -> Result<()> {
+    let text = std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
+    let Some(end) = text.rfind("</svg>") else { bail!("{} has no closing </svg>", svg.display()) };
+    let mut out = String::with_capacity(text.len() + hits.len() * 120);
+    out.push_str(&text[..end]);
+    out.push_str("<g class=\"points\">\n");
+    for h in hits {
+        out.push_str(&format!(
+            "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"6\" fill=\"#000\" fill-opacity=\"0\"><title>{}</title></circle>\n",
+            h.x,
+            h.y,
+            xml_escape(&h.text)
+        ));
+    }
+    out.push_str("</g>\n");
+    out.push_str(&text[end..]);
+    std::fs::write(svg, out).with_context(|| format!("writing {}", svg.display()))
+}
+
+/// Text escaped for XML content and attributes.
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(ch),
+        }
+    }
+    o
 }
 
 /// Draws `name.svg` (1100×560: the plot and the legend's column) and
 /// `name.png` (twice the size) in `dir`.
 pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
-    draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
+    let hits = draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
+    add_hover_targets(&svg, &hits)?;
     let png = dir.join(format!("{name}.png"));
     draw_lines(BitMapBackend::new(&png, (2200, 1120)).into_drawing_area(), lines, chart, 2.0)?;
     Ok(vec![svg, png])
@@ -162,12 +222,14 @@ pub(crate) fn write_pair(
     right: (&[Line], &Chart<'_>),
 ) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
+    let mut hits = Vec::new();
     {
         let root = SVGBackend::new(&svg, (1800, 560)).into_drawing_area();
         let (l, r) = root.split_horizontally(900);
-        draw_lines(l, left.0, left.1, 1.0)?;
-        draw_lines(r, right.0, right.1, 1.0)?;
+        hits.extend(draw_lines(l, left.0, left.1, 1.0)?);
+        hits.extend(draw_lines(r, right.0, right.1, 1.0)?);
     }
+    add_hover_targets(&svg, &hits)?;
     let png = dir.join(format!("{name}.png"));
     {
         let root = BitMapBackend::new(&png, (3600, 1120)).into_drawing_area();

@@ -164,6 +164,11 @@ pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
 }
 
 impl Analysis {
+    /// Each report that found a dataset: the report, its run's directory and the run.
+    pub fn runs(&self) -> impl Iterator<Item = (&'static Report, &Path, &Run)> {
+        self.runs.iter().map(|(r, d, run)| (*r, d.as_path(), run.as_ref()))
+    }
+
     /// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
     /// removes those of experiments without a dataset; the paths written.
     pub fn write_tables(&self, root: &Path) -> Result<Vec<PathBuf>> {

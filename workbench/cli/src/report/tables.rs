@@ -272,6 +272,51 @@ impl Table {
         }
         s
     }
+
+    /// An HTML table for the report site: the caption, a header a script may
+    /// sort by (`sortable`), each cell's headline with its range in a
+    /// `<small>`. Every cell also carries the number it starts with
+    /// (`data-sort`), so a column of `1,234 B` sorts as numbers.
+    pub fn to_html(&self) -> String {
+        use crate::report::figures::xml_escape as esc;
+        let mut s = format!(
+            "<table class=\"sortable\" id=\"table-{}\">\n<caption>{}</caption>\n<thead><tr>",
+            self.name,
+            esc(&self.caption)
+        );
+        for h in &self.header {
+            s += &format!("<th scope=\"col\">{}</th>", esc(h));
+        }
+        s += "</tr></thead>\n<tbody>\n";
+        for row in &self.rows {
+            s += "<tr>";
+            for (i, c) in row.iter().enumerate() {
+                let tag = if i == 0 { "th scope=\"row\"" } else { "td" };
+                let sort = leading_number(&c.text).map(|v| format!(" data-sort=\"{v}\"")).unwrap_or_default();
+                let range = c.range.as_ref().map(|(lo, hi)| format!(" <small>[{}, {}]</small>", esc(lo), esc(hi)));
+                s += &format!("<{tag}{sort}>{}{}</{}>", esc(&c.text), range.unwrap_or_default(), &tag[..2]);
+            }
+            s += "</tr>\n";
+        }
+        s += &format!("</tbody>\n</table>\n<p class=\"source\">From <code>{}</code>.</p>\n", esc(&self.source));
+        s
+    }
+}
+
+/// The number a cell's text starts with, thousands separators dropped
+/// (`1,234.5 B` → 1234.5, `−3%` → −3); `None` for text.
+pub fn leading_number(text: &str) -> Option<f64> {
+    let t = text.trim_start().replace('\u{2212}', "-");
+    let mut num = String::new();
+    for (i, ch) in t.chars().enumerate() {
+        match ch {
+            '0'..='9' | '.' => num.push(ch),
+            '-' | '+' if i == 0 => num.push(ch),
+            ',' if !num.is_empty() => {}
+            _ => break,
+        }
+    }
+    num.parse().ok()
 }
 
 #[cfg(test)]
@@ -294,5 +339,31 @@ mod tests {
         assert!(tex.contains("with WB\\_PEERS=1 (100\\% of 2$\\times$)"), "{tex}");
         assert!(!tex.contains("\\\\_"), "{tex}");
         assert!(t.to_markdown().contains("with WB_PEERS=1 (100% of 2×)"));
+        let html = t.to_html();
+        assert!(
+            html.contains("<caption>bolt is missing; setup installs it with WB_PEERS=1 (100% of 2×)</caption>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn html_cells_sort_by_their_leading_number() {
+        assert_eq!(leading_number("1,234.5 B"), Some(1234.5));
+        assert_eq!(leading_number("\u{2212}3%"), Some(-3.0));
+        assert_eq!(leading_number("2.00× (1.9–2.1×)"), Some(2.0));
+        assert_eq!(leading_number("ZAP"), None);
+        let t = Table {
+            name: "t",
+            caption: "c <b>".into(),
+            header: vec!["codec", "bytes"],
+            rows: vec![vec!["ZAP".into(), Cell::ranged("1,024".into(), "1,000".into(), "1,100".into())]],
+            source: "data/t/x".into(),
+        };
+        let html = t.to_html();
+        assert!(html.contains("<caption>c &lt;b&gt;</caption>"), "{html}");
+        assert!(
+            html.contains("<th scope=\"row\">ZAP</th><td data-sort=\"1024\">1,024 <small>[1,000, 1,100]</small></td>"),
+            "{html}"
+        );
     }
 }

@@ -215,7 +215,24 @@ pub fn run_spec(
     bins: &mut Binaries,
     multi: &MultiProgress,
 ) -> Result<Outcome> {
-    let (cells, staging, before) = prepare(opts, spec)?;
+    run_spec_where(opts, spec_path, spec, bins, multi, &|_| true)
+}
+
+/// [`run_spec`] with only the planned cells `keep` accepts (a bisection
+/// measures one cell per commit).
+pub fn run_spec_where(
+    opts: &Options,
+    spec_path: &Path,
+    spec: &Spec,
+    bins: &mut Binaries,
+    multi: &MultiProgress,
+    keep: &dyn Fn(&Planned) -> bool,
+) -> Result<Outcome> {
+    let (mut cells, staging, before) = prepare(opts, spec)?;
+    cells.retain(|p| keep(p));
+    if cells.is_empty() {
+        bail!("{}: no planned cell is selected", spec_path.display());
+    }
     let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
     assemble(opts, spec_path, spec, &cells, &staging, resumed, before)
 }
@@ -464,7 +481,7 @@ pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn say(multi: &MultiProgress, line: String) {
+pub fn say(multi: &MultiProgress, line: String) {
     if multi.is_hidden() {
         eprintln!("{line}");
     } else {

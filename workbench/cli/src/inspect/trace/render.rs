@@ -95,7 +95,7 @@ pub fn render_diff(a: &Trace, b: &Trace, deltas: &[Delta], limit: usize) -> Stri
     s
 }
 
-fn life(us: f64) -> String {
+pub(crate) fn life(us: f64) -> String {
     if us >= 1e6 {
         format!("{:.2} s", us / 1e6)
     } else if us >= 1e3 {

@@ -1,0 +1,191 @@
+//! A dataset's page at one scale: the facts of its newest run, its figures
+//! inlined (so a point's title shows its exact value on hover), its tables,
+//! the claims that read it, every run at this scale, its files, and the
+//! manifest and spec as recorded. Its traces and the comparison with the
+//! run before get pages of their own.
+
+use super::page::{self, esc, link};
+use super::{compare, dataset_dir, traces, Site};
+use crate::data::dataset::{self, Run};
+use crate::paper::claims::ClaimResult;
+use crate::report::tables::Table;
+use crate::report::Report;
+use crate::spec::Scale;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// What a dataset's page linked to.
+pub struct Written {
+    pub runs: usize,
+    pub traces: usize,
+    pub compare: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn write(
+    site: &Site,
+    scale: Scale,
+    name: &str,
+    reports: &[&'static Report],
+    tables: &[&Table],
+    run_dir: &Path,
+    run: &Run,
+    claims: &[&ClaimResult],
+) -> Result<Written> {
+    let dir = dataset_dir(scale, name);
+    let rel = format!("{dir}/index.html");
+    let m = &run.manifest;
+    let mut body = format!("<p>{}</p>\n", esc(&m.spec.description));
+    body += &page::facts(&facts(site, &rel, run_dir, run));
+
+    // Figures, drawn for this page by the reports' own functions.
+    let fig_dir = site.file(&format!("{dir}/figures/x"))?.parent().context("figure directory")?.to_path_buf();
+    let mut figures = String::new();
+    for r in reports {
+        let Some(draw) = r.figure else { continue };
+        let files = draw(&fig_dir, run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?;
+        for svg in files.iter().filter(|p| p.extension().is_some_and(|e| e == "svg")) {
+            let text = std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
+            let stem = svg.file_stem().unwrap_or_default().to_string_lossy();
+            let inline = text.find("<svg").map_or(text.as_str(), |i| &text[i..]);
+            figures += &format!(
+                "<figure id=\"figure-{stem}\">\n{inline}\n<figcaption>{} — hover a point for its exact value; \
+                 {} and {} for the paper.</figcaption>\n</figure>\n",
+                esc(&stem),
+                link(&format!("figures/{stem}.svg"), "SVG"),
+                link(&format!("figures/{stem}.png"), "PNG")
+            );
+        }
+    }
+    if !figures.is_empty() {
+        body += "<h2 id=\"figures\">Figures</h2>\n";
+        body += &figures;
+    }
+    body += "<h2 id=\"tables\">Tables</h2>\n<p>Click a column's header to sort by it.</p>\n";
+    for t in tables {
+        body += &t.to_html();
+    }
+    if !claims.is_empty() {
+        body += "<h2 id=\"claims\">Claims of the source papers on this dataset</h2>\n";
+        body += &super::claims_table("claims", claims);
+    }
+
+    // Traces: a page each.
+    let mut trace_rows = Vec::new();
+    if run_dir.join("traces").is_dir() {
+        for path in crate::inspect::trace::traces_in(run_dir)? {
+            let t = traces::write(site, &dir, &path)?;
+            trace_rows.push((
+                String::new(),
+                vec![
+                    link(&t.href, &t.cell),
+                    crate::fmt::thousands(t.bytes).to_string(),
+                    crate::fmt::thousands(t.blocks).to_string(),
+                    t.sites.to_string(),
+                    t.operations.map_or("—".into(), |n| crate::fmt::thousands(n).to_string()),
+                ],
+            ));
+        }
+    }
+    if !trace_rows.is_empty() {
+        body += "<h2 id=\"traces\">dhat traces</h2>\n<p>Each cell of the dhat build left a trace: its page ranks the \
+                 allocation sites and draws the flame graph.</p>\n";
+        body += &page::table("traces", &["cell", "bytes", "blocks", "sites", "operations"], &trace_rows);
+    }
+
+    // Every run at this scale; the newest against the one before.
+    let all = dataset::runs(&site.data, name, scale)?;
+    let mut compared = false;
+    if all.len() >= 2 {
+        let prev = dataset::load_run(&all[all.len() - 2])?;
+        compare::write(site, &format!("{dir}/compare.html"), &prev, run)?;
+        compared = true;
+    }
+    body += "<h2 id=\"runs\">Runs at this scale</h2>\n";
+    if compared {
+        body += &format!("<p>{} the newest with the one before.</p>\n", link("compare.html", "Compare"));
+    }
+    let mut rows = Vec::new();
+    for d in all.iter().rev() {
+        let manifest = dataset::load_run_manifest(d)?;
+        let newest = d.as_path() == run_dir;
+        rows.push((
+            if newest { "changed".into() } else { String::new() },
+            vec![
+                format!("<code>{}</code>{}", esc(&manifest.run_id), if newest { " (newest)" } else { "" }),
+                format!("<code>{}</code>", esc(crate::inspect::compare::short_rev(&manifest.git_revision))),
+                if manifest.git_dirty { "dirty".into() } else { "clean".into() },
+                esc(&manifest.date),
+                crate::fmt::thousands(manifest.records as u64).to_string(),
+                link(&site.link_out(&rel, &d.join("manifest.json")), "manifest"),
+            ],
+        ));
+    }
+    body += &page::table("runs", &["run", "revision", "tree", "date", "records", "files"], &rows);
+
+    body += "<h2 id=\"files\">Files of the newest run</h2>\n<ul>\n";
+    for f in ["records.parquet", "manifest.json"] {
+        body += &format!("<li>{}</li>\n", link(&site.link_out(&rel, &run_dir.join(f)), f));
+    }
+    let logs = run_dir.join("logs");
+    if logs.is_dir() {
+        let mut names: Vec<_> =
+            std::fs::read_dir(&logs)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        names.sort();
+        body += &format!("<li>logs ({}):<ul>\n", names.len());
+        for p in &names {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            body += &format!("<li>{}</li>\n", link(&site.link_out(&rel, p), &n));
+        }
+        body += "</ul></li>\n";
+    }
+    body += "</ul>\n";
+    let spec = toml::to_string(&m.spec).unwrap_or_else(|_| serde_json::to_string_pretty(&m.spec).unwrap_or_default());
+    body += &format!(
+        "<h2 id=\"spec\">Spec and manifest</h2>\n<details open><summary>the spec as run ({})</summary><pre>{}</pre></details>\n\
+         <details><summary>manifest.json</summary><pre>{}</pre></details>\n",
+        esc(&m.spec_path),
+        esc(&spec),
+        esc(&serde_json::to_string_pretty(m)?)
+    );
+    let title = format!("{name} ({scale})");
+    let crumbs = [(format!("../../index.html#{scale}"), format!("{scale} scale"))];
+    site.write(&rel, &page::page(&title, "../../", &crumbs, &body))?;
+    Ok(Written { runs: all.len(), traces: trace_rows.len(), compare: compared })
+}
+
+fn facts(site: &Site, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static str, String)> {
+    let m = &run.manifest;
+    let load = |l: &Option<[f64; 3]>| l.map_or("—".into(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
+    let mut v = vec![
+        ("newest run", link(&site.link_out(rel, run_dir), &m.run_id)),
+        (
+            "revision",
+            format!(
+                "<code>{}</code> ({})",
+                esc(&m.git_revision),
+                if m.git_dirty { "dirty tree: its diff is in the dataset" } else { "clean tree" }
+            ),
+        ),
+        ("date", esc(&m.date)),
+        ("machine", esc(&format!("{}, {} cores, {}", m.cpu_model, m.cores, m.kernel))),
+        ("toolchain", esc(&format!("{} ({} profile)", m.rustc, m.profile))),
+        ("builds", esc(&m.allocators.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; "))),
+        ("cells", format!("{} ({} resumed from an interrupted attempt)", m.cells.len(), m.cells_resumed)),
+        ("records", crate::fmt::thousands(m.records as u64).to_string()),
+        ("load before / after", format!("{} / {}", load(&m.load_before), load(&m.load_after))),
+        ("command", format!("<code>{}</code>", esc(&m.command_line.join(" ")))),
+    ];
+    if !m.busy_processes.is_empty() {
+        let busy: Vec<String> =
+            m.busy_processes.iter().map(|b| format!("{} ({:.0}% of a core)", b.name, b.cpu_percent)).collect();
+        v.push(("busy beside it", esc(&busy.join(", "))));
+    }
+    if !m.nodes.is_empty() {
+        let mut hosts: Vec<&str> = m.nodes.values().map(|n| n.hostname.as_str()).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        v.push(("Slurm nodes", esc(&hosts.join(", "))));
+    }
+    v
+}

@@ -1,0 +1,256 @@
+//! The report site (`workbench report`): static HTML a researcher opens
+//! from the file system, no server. Everything on it is computed from
+//! `data/` in this call, by the same code as the tables, figures, claims
+//! and comparisons (nothing is parsed back from a rendered file). It is
+//! written into a temporary directory and renamed into place whole, so an
+//! interrupted call leaves the previous site.
+//!
+//! ```text
+//! report/index.html                     every experiment at each scale, the claims audit, histories
+//! report/assets/site.{css,js}
+//! report/<scale>/<dataset>/index.html   figures (a point's exact value on hover), tables (sortable),
+//!                                       runs, files, manifest and spec, claims on this dataset
+//! report/<scale>/<dataset>/compare.html the newest run against the one before it
+//! report/<scale>/<dataset>/traces/<cell>.html   top sites, flame graph (<cell>.flame.svg)
+//! report/history/<dataset>-<scale>.html every metric of every cell against commits
+//! ```
+//!
+//! # Layout
+//! - this file: [`write`], the index, and [`relative`] (links from a page
+//!   to `data/`, which stays where it is).
+//! - [`page`]: the page frame, escaping, the style sheet and the script.
+//! - [`experiment`]: a dataset's page; [`traces`]: a trace's page;
+//!   [`compare`]: two runs; [`history`]: runs across commits
+//!   (`workbench history`, `workbench bisect`).
+
+pub mod compare;
+pub mod experiment;
+pub mod history;
+pub mod page;
+pub mod traces;
+
+use crate::data::dataset::Run;
+use crate::report::{self, Report};
+use crate::spec::Scale;
+use anyhow::{Context, Result};
+use page::{esc, link};
+use std::path::{Path, PathBuf};
+
+/// What one call wrote.
+#[derive(Debug, Default)]
+pub struct Written {
+    pub index: PathBuf,
+    pub experiments: usize,
+    pub traces: usize,
+    pub compares: usize,
+    pub histories: usize,
+}
+
+/// Where a page is written and where its links point.
+pub struct Site {
+    /// The directory being written (renamed to `out` at the end).
+    pub build: PathBuf,
+    /// The site's final directory: links are relative to pages there.
+    pub out: PathBuf,
+    pub data: PathBuf,
+    pub root: PathBuf,
+}
+
+impl Site {
+    /// A file of the site, by its path inside it (directories created).
+    pub fn file(&self, rel: &str) -> Result<PathBuf> {
+        let p = self.build.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        Ok(p)
+    }
+
+    /// Writes a page of the site.
+    pub fn write(&self, rel: &str, html: &str) -> Result<()> {
+        let p = self.file(rel)?;
+        std::fs::write(&p, html).with_context(|| format!("writing {}", p.display()))
+    }
+
+    /// A link from the page at `page_rel` (inside the site) to `target`, a
+    /// file outside it (a dataset's Parquet, a log, a trace).
+    pub fn link_out(&self, page_rel: &str, target: &Path) -> String {
+        let page_dir = self.out.join(page_rel);
+        relative(page_dir.parent().unwrap_or(&self.out), target)
+    }
+}
+
+/// The path from directory `from` to `to`, both absolute (or both made so
+/// from the working directory), with `/` separators.
+pub fn relative(from: &Path, to: &Path) -> String {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (abs(from), abs(to));
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".into(); a.len() - common];
+    parts.extend(b[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The directory of a dataset's pages inside the site.
+pub fn dataset_dir(scale: Scale, dataset: &str) -> String {
+    format!("{scale}/{dataset}")
+}
+
+/// Writes the whole site to `out` (default `<root>/report`).
+pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> Result<Written> {
+    let out = std::path::absolute(out).with_context(|| format!("resolving {}", out.display()))?;
+    let parent = out.parent().context("the report directory has no parent")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let build =
+        parent.join(format!(".{}.tmp-{}", out.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
+    if build.exists() {
+        std::fs::remove_dir_all(&build).with_context(|| format!("removing {}", build.display()))?;
+    }
+    let site = Site { build: build.clone(), out: out.clone(), data: std::path::absolute(data)?, root: root.into() };
+    site.write("assets/site.css", page::CSS)?;
+    site.write("assets/site.js", page::JS)?;
+    report::figures::register_font()?;
+    let mut w = Written::default();
+    let audit = crate::paper::claims::load(&root.join("paper/claims.toml"))
+        .and_then(|c| crate::paper::claims::audit(&c, data))
+        .context("the claims audit (paper/claims.toml)")?;
+    let mut scales = String::new();
+    for scale in Scale::ALL {
+        progress(&format!("{scale}: loading the newest runs"));
+        let analysis = report::analyse(data, scale)?;
+        // One page per dataset; two reports of one dataset share it.
+        let mut datasets: Vec<(&str, Vec<&'static Report>, &Path, &Run)> = Vec::new();
+        for (r, dir, run) in analysis.runs() {
+            match datasets.iter_mut().find(|d| d.0 == r.dataset()) {
+                Some(d) => d.1.push(r),
+                None => datasets.push((r.dataset(), vec![r], dir, run)),
+            }
+        }
+        if datasets.is_empty() {
+            continue;
+        }
+        let mut rows = Vec::new();
+        for (name, reports, dir, run) in &datasets {
+            progress(&format!("{scale}: {name}"));
+            let tables: Vec<&report::tables::Table> =
+                analysis.tables.iter().filter(|t| reports.iter().any(|r| r.name == t.name)).collect();
+            let claims: Vec<&crate::paper::claims::ClaimResult> =
+                audit.claims.iter().filter(|c| c.spec.ours.as_ref().is_some_and(|o| o.experiment == *name)).collect();
+            let e = experiment::write(&site, scale, name, reports, &tables, dir, run, &claims)?;
+            w.experiments += 1;
+            w.traces += e.traces;
+            w.compares += usize::from(e.compare);
+            rows.push(index_row(scale, name, run, &e));
+        }
+        scales += &format!("<h2 id=\"{scale}\">{scale} scale</h2>\n");
+        scales += &page::table(
+            &format!("runs-{scale}"),
+            &[
+                "experiment",
+                "runs",
+                "newest run",
+                "revision",
+                "tree",
+                "date",
+                "machine",
+                "records",
+                "traces",
+                "compare",
+            ],
+            &rows,
+        );
+    }
+    progress("histories");
+    let histories = history::write_pages(&site, data)?;
+    w.histories = histories.len();
+    let (rev, dirty) = crate::data::host::git_state(root);
+    let mut body = page::facts(&[
+        ("written", esc(&crate::data::host::iso_date(crate::data::host::now_secs()))),
+        ("workbench at", format!("<code>{}</code>{}", esc(&rev), if dirty { " (dirty tree)" } else { "" })),
+        ("data", format!("<code>{}</code>", esc(&site.data.display().to_string()))),
+    ]);
+    body += "<p>Allocation counts come from the dhat build and are exact: a change in one is a change in the code. \
+             Timings carry their spread; compare pages test them (Mann–Whitney U).</p>\n";
+    body += &scales;
+    body += &claims_section(&audit);
+    if !histories.is_empty() {
+        body += "<h2 id=\"history\">History across commits</h2>\n<ul>\n";
+        for (href, text) in &histories {
+            body += &format!("<li>{}</li>\n", link(href, text));
+        }
+        body += "</ul>\n";
+    }
+    site.write("index.html", &page::page("Workbench report", "", &[], &body))?;
+    // Renamed into place whole: the old site stays until the new one is complete.
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("removing the previous {}", out.display()))?;
+    }
+    std::fs::rename(&build, &out).with_context(|| format!("renaming {} to {}", build.display(), out.display()))?;
+    w.index = out.join("index.html");
+    Ok(w)
+}
+
+fn index_row(scale: Scale, name: &str, run: &Run, e: &experiment::Written) -> (String, Vec<String>) {
+    let m = &run.manifest;
+    let dir = dataset_dir(scale, name);
+    let clean = if m.git_dirty { "dirty" } else { "clean" };
+    let compare = if e.compare { link(&format!("{dir}/compare.html"), "newest vs previous") } else { "—".into() };
+    let class = if m.git_dirty { "changed" } else { "" };
+    (
+        class.into(),
+        vec![
+            link(&format!("{dir}/index.html"), name),
+            e.runs.to_string(),
+            format!("<code>{}</code>", esc(&m.run_id)),
+            format!("<code>{}</code>", esc(crate::inspect::compare::short_rev(&m.git_revision))),
+            clean.into(),
+            esc(&m.date),
+            esc(&format!("{} ({} cores)", m.cpu_model, m.cores)),
+            crate::fmt::thousands(m.records as u64).to_string(),
+            e.traces.to_string(),
+            compare,
+        ],
+    )
+}
+
+/// The claims audit: verdict counts and every claim's row.
+pub fn claims_section(audit: &crate::paper::claims::Audit) -> String {
+    let counts = audit.counts();
+    let mut s = String::from("<h2 id=\"claims\">The source papers' claims against ours</h2>\n<p>");
+    s += &counts.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+    s += " (<code>paper/claims.toml</code>; the same audit as <code>workbench claims</code>).</p>\n";
+    s + &claims_table("claims", &audit.claims.iter().collect::<Vec<_>>())
+}
+
+/// Claims as a table, each row classed by its verdict.
+pub fn claims_table(id: &str, claims: &[&crate::paper::claims::ClaimResult]) -> String {
+    let rows: Vec<(String, Vec<String>)> = claims
+        .iter()
+        .map(|c| {
+            let cells = c.row();
+            (c.verdict.label().replace(' ', "-"), cells.iter().map(|x| esc(x)).collect())
+        })
+        .collect();
+    page::table(id, crate::paper::claims::ClaimResult::HEADER, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_climb_to_the_common_directory() {
+        assert_eq!(
+            relative(Path::new("/r/report/quick/x"), Path::new("/r/data/x/run/records.parquet")),
+            "../../../data/x/run/records.parquet"
+        );
+        assert_eq!(relative(Path::new("/r/report"), Path::new("/r/report/a.html")), "a.html");
+        assert_eq!(relative(Path::new("/r/report"), Path::new("/r/report")), ".");
+    }
+}
