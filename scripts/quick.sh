@@ -27,3 +27,5 @@ target/release/workbench tables --scale "$scale"
 target/release/workbench figures --scale "$scale"
 # The paper: macros and the claims audit from data/, then paper/build/main.pdf.
 target/release/workbench paper
+# The browsable report of everything above (not committed): open its index.
+target/release/workbench report

@@ -42,6 +42,12 @@ if ! command -v sbatch >/dev/null || ! command -v slurmctld >/dev/null || ! comm
     || ! command -v munged >/dev/null; then
     apt_want+=(slurmctld slurmd slurm-client munge)
 fi
+# Headless Chromium and its WebDriver for the report site's browser test
+# (scripts/report_browser_check.py); Debian's, since a browser download at
+# run time fails here.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    apt_want+=(chromium chromium-driver)
+fi
 if [ "${WB_PEERS:-0}" = 1 ]; then
     # The build-stages experiment's llvm-bolt, merge-fdata and instrumentation runtime.
     if ! command -v llvm-bolt-16 >/dev/null || [ ! -f /usr/lib/llvm-16/lib/libbolt_rt_instr.a ]; then
@@ -73,6 +79,12 @@ if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
     python3 -m venv "$WB_ROOT/.venv"
     "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/notebooks/requirements.txt"
     echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
+fi
+# Headless Chromium and its WebDriver for the report site's browser test
+# (scripts/report_browser_check.py); Debian's, since a browser download at
+# run time fails here.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    apt_want+=(chromium chromium-driver)
 fi
 if [ "${WB_PEERS:-0}" = 1 ]; then
     # The build-stages experiment: llvm-profdata (PGO) and llvm-bolt (BOLT).

@@ -97,5 +97,11 @@ if [ -n "$(git -C "$wt" status --porcelain -- paper/generated)" ]; then
     echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2
     exit 1
 fi
+# The report site from the same committed data, in a real browser: every
+# page without a console error, every link resolving, a table sorting, a
+# hover, a flame graph zooming, pages without JavaScript.
+step "report site (workbench report) in headless Chromium"
+target/release/workbench --root "$wt" report --out "$wt_parent/report"
+python3 scripts/report_browser_check.py "$wt_parent/report"
 step "notebooks (executed headless against data/)"
 .venv/bin/python scripts/notebooks.py
