@@ -106,6 +106,11 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
                         work_dir: None,
                         params: s.params.clone(),
                     };
+                    let mut cell = serde_json::to_value(cell)?;
+                    // NOTE: written even when 0 (the Cell omits it then): the
+                    // subjects before c95d308 required it, and `workbench
+                    // history` drives those binaries with these cells.
+                    cell["payload"] = Value::from(payload);
                     let mut fields = Record::new();
                     fields.insert("codec".into(), Value::from(codec.clone()));
                     fields.insert("payload".into(), Value::from(payload as u64));
@@ -114,7 +119,7 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
                         target: spec.target,
                         variant: variant.clone(),
                         rep,
-                        cell: serde_json::to_value(cell)?,
+                        cell,
                         fields,
                         total: s.messages,
                     });
