@@ -13,7 +13,7 @@ use std::sync::Once;
 // Okabe–Ito's eight colour-blind-safe colours plus a brown, a purple, an olive
 // and a wine, so every transport stack (the raw-TCP floor among them) and
 // every codec gets its own; the test below fails when a registry outgrows it.
-const PALETTE: [RGBColor; 12] = [
+pub const PALETTE: [RGBColor; 12] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -206,12 +206,19 @@ pub fn xml_escape(s: &str) -> String {
 /// Draws `name.svg` (1100×560: the plot and the legend's column) and
 /// `name.png` (twice the size) in `dir`.
 pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
-    let svg = dir.join(format!("{name}.svg"));
-    let hits = draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
-    add_hover_targets(&svg, &hits)?;
+    let svg = write_svg(dir, name, lines, chart)?;
     let png = dir.join(format!("{name}.png"));
     draw_lines(BitMapBackend::new(&png, (2200, 1120)).into_drawing_area(), lines, chart, 2.0)?;
     Ok(vec![svg, png])
+}
+
+/// Draws `name.svg` alone (1100×560), with its hover targets: for pages
+/// that show it and nothing that prints it (the report's histories).
+pub(crate) fn write_svg(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<PathBuf> {
+    let svg = dir.join(format!("{name}.svg"));
+    let hits = draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
+    add_hover_targets(&svg, &hits)?;
+    Ok(svg)
 }
 
 /// Draws two charts side by side into `name.svg` (1800×560) and `name.png`.

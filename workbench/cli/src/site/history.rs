@@ -119,27 +119,44 @@ fn write(site: &Site, data: &Path, index: &Index, rel: &str) -> Result<()> {
         let dir = site.file(&format!("history/{}-{}/x", index.dataset, index.scale))?;
         let dir = dir.parent().context("history figure directory")?;
         let shorts: Vec<String> = runs.iter().map(|(c, _)| c.short().to_string()).collect();
-        let x_fmt = |x: &f64| shorts.get(x.round() as usize).cloned().unwrap_or_default();
+        // A commit's label at its own position only: between two commits the
+        // axis's ticks would repeat the nearer one.
+        let x_fmt = |x: &f64| {
+            if (x - x.round()).abs() > 1e-6 {
+                return String::new();
+            }
+            shorts.get(x.round() as usize).cloned().unwrap_or_default()
+        };
         let y_fmt = |y: &f64| crate::fmt::sig3(*y);
         for (measure, cells) in &series {
-            let lines: Vec<Line> =
+            let all: Vec<Line> =
                 cells.iter().map(|(cell, pts)| Line { label: cell.clone(), points: pts.clone() }).collect();
-            let (_, _, y0, y1) = figures::extent(&lines);
-            let chart = Chart {
-                title: format!("{} {measure} by commit", index.dataset),
-                x_desc: "commit",
-                y_desc: measure,
-                x_log: false,
-                x_range: (0.0, (runs.len().max(2) - 1) as f64),
-                y_log_floor: false,
-                y_range: (y0.min(0.0), y1 * 1.05),
-                x_fmt: &x_fmt,
-                y_fmt: &y_fmt,
-            };
-            let name = format!("{}-{}", index.dataset, measure);
-            let files = figures::write_both(dir, &name, &lines, &chart)?;
-            let svg = std::fs::read_to_string(&files[0]).with_context(|| format!("reading {}", files[0].display()))?;
-            body += &format!("<figure id=\"history-{}\">\n{svg}\n</figure>\n", esc(measure));
+            // A chart per palette's worth of cells: beyond it colours repeat
+            // and the legend runs off the figure (alloc-profile has ≈ 100 cells).
+            let per_chart = figures::PALETTE.len();
+            for (k, lines) in all.chunks(per_chart).enumerate() {
+                let (_, _, y0, y1) = figures::extent(lines);
+                let part = if all.len() > per_chart {
+                    format!(" (cells {}–{} of {})", k * per_chart + 1, k * per_chart + lines.len(), all.len())
+                } else {
+                    String::new()
+                };
+                let chart = Chart {
+                    title: format!("{} {measure} by commit{part}", index.dataset),
+                    x_desc: "commit",
+                    y_desc: measure,
+                    x_log: false,
+                    x_range: (0.0, (runs.len().max(2) - 1) as f64),
+                    y_log_floor: false,
+                    y_range: (y0.min(0.0), y1 * 1.05),
+                    x_fmt: &x_fmt,
+                    y_fmt: &y_fmt,
+                };
+                let name = format!("{}-{}-{k}", index.dataset, measure);
+                let file = figures::write_svg(dir, &name, lines, &chart)?;
+                let svg = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+                body += &format!("<figure id=\"history-{}-{k}\">\n{svg}\n</figure>\n", esc(measure));
+            }
         }
     }
     let title = format!("History of {} ({})", index.dataset, index.scale);
@@ -149,5 +166,66 @@ fn write(site: &Site, data: &Path, index: &Index, rel: &str) -> Result<()> {
 fn push_point(s: &mut Vec<(f64, f64)>, x: f64, y: f64) {
     if !s.iter().any(|p| p.0 == x) {
         s.push((x, y));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Commit;
+    use crate::spec::Scale;
+
+    /// Copies a directory tree (a committed run).
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                copy_dir(&p, &to.join(e.file_name()));
+            } else {
+                std::fs::copy(&p, to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// Two committed runs of one dataset at different revisions stand in
+    /// for two commits of a history, a third commit failed: the page lists
+    /// all three, flags the counts that differ, and plots them.
+    #[test]
+    fn a_history_page_flags_changed_counts_and_lists_failures() {
+        let root = crate::default_root();
+        let runs = dataset::runs(&root.join("data"), "heap-growth", Scale::Full)
+            .unwrap()
+            .into_iter()
+            .chain(dataset::runs(&root.join("data"), "heap-growth", Scale::Quick).unwrap())
+            .collect::<Vec<_>>();
+        assert!(runs.len() >= 2, "the committed data holds two heap-growth runs");
+        let tmp = std::env::temp_dir().join(format!("wb-history-page-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let data = tmp.join("data");
+        let commits: Vec<Commit> = (1..=3)
+            .map(|i| Commit { hash: format!("{i:040}"), subject: format!("commit {i}"), time: 1_700_000_000 + i })
+            .collect();
+        for (i, run) in runs.iter().take(2).enumerate() {
+            let to = history::commit_data(&data, &commits[i].hash)
+                .join("heap-growth")
+                .join(format!("quick-2026010{}T000000Z", i + 1));
+            copy_dir(run, &to);
+        }
+        let failed = history::commit_data(&data, &commits[2].hash).join("heap-growth");
+        std::fs::create_dir_all(&failed).unwrap();
+        std::fs::write(failed.join("failed-quick.txt"), "building subject (dhat) failed").unwrap();
+        let index = Index { dataset: "heap-growth".into(), scale: Scale::Quick, commits: commits.clone() };
+        let site = Site { build: tmp.join("site"), out: tmp.join("site"), data: data.clone(), root: root.clone() };
+        crate::report::figures::register_font().unwrap();
+        write(&site, &data, &index, "history/t.html").unwrap();
+        let html = std::fs::read_to_string(tmp.join("site/history/t.html")).unwrap();
+        let (a, b) = (dataset::load_run(&runs[0]).unwrap(), dataset::load_run(&runs[1]).unwrap());
+        let changed = compare::compare(&a, &b, 0.05).unwrap().counts.iter().filter(|r| r.changed()).count();
+        assert!(changed > 0, "the two committed runs differ in some count");
+        assert_eq!(html.matches("<td>exact: any change</td>").count(), changed, "one flagged row per changed count");
+        assert!(html.contains("failed: building subject (dhat) failed"), "the failed commit and why");
+        assert!(html.contains("class=\"point\""), "the metrics are plotted with hover targets");
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 }

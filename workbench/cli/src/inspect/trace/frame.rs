@@ -111,8 +111,18 @@ fn krate_of(function: &str, location: &str) -> Option<String> {
         }
     }
     let dir = location.split('/').next()?;
-    let (name, version) = dir.rsplit_once('-')?;
-    version.starts_with(|c: char| c.is_ascii_digit()).then(|| name.replace('-', "_"))
+    if let Some((name, version)) = dir.rsplit_once('-') {
+        if version.starts_with(|c: char| c.is_ascii_digit()) {
+            return Some(name.replace('-', "_"));
+        }
+    }
+    // `probe/src/sides.rs`: a workspace or standard-library crate's own
+    // directory. Traces written before the frames carried crate paths
+    // (closures, bare `alloc`) are recognised by it, so their allocator
+    // frames fold as today's do.
+    let rest = location.strip_prefix(dir)?.strip_prefix('/')?;
+    (rest.starts_with("src/") && dir.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .then(|| dir.replace('-', "_"))
 }
 
 /// Which thread a site ran on, from the entry frames its stack reaches.
@@ -184,5 +194,12 @@ mod tests {
             "0x2: <alloc::alloc::Global as core::alloc::Allocator>::allocate (alloc/src/alloc.rs:1:1)"
         )
         .is_plumbing());
+        // Frames of traces written before crate paths (a bisection reads
+        // old commits' traces): the crate comes from its directory.
+        let old = Frame::parse("0x3: {closure#0}<dhat::Alloc> (probe/src/sides.rs:112:9)");
+        assert_eq!(old.krate.as_deref(), Some("probe"));
+        assert!(old.is_plumbing());
+        assert!(Frame::parse("0x3: alloc (alloc/src/alloc.rs:95:9)").is_plumbing());
+        assert_eq!(Frame::parse("0x3: decode (subjects/src/codecs/capnp.rs:80:9)").krate.as_deref(), Some("subjects"));
     }
 }
