@@ -18,7 +18,10 @@ use std::path::Path;
 pub struct Written {
     pub runs: usize,
     pub traces: usize,
-    pub compare: bool,
+    /// Comparisons written (each run against the one before).
+    pub compares: usize,
+    /// The newest run's comparison, from the dataset's directory.
+    pub newest_compare: Option<String>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -93,22 +96,32 @@ pub fn write(
         body += &page::table("traces", &["cell", "bytes", "blocks", "sites", "operations"], &trace_rows);
     }
 
-    // Every run at this scale; the newest against the one before.
+    // Every run at this scale, each against the one before it.
     let all = dataset::runs(&site.data, name, scale)?;
-    let mut compared = false;
-    if all.len() >= 2 {
-        let prev = dataset::load_run(&all[all.len() - 2])?;
-        compare::write(site, &format!("{dir}/compare.html"), &prev, run)?;
-        compared = true;
+    let mut compares = Vec::new();
+    let mut prev: Option<Run> = None;
+    for d in &all {
+        let this = dataset::load_run(d)?;
+        if let Some(p) = &prev {
+            let href = format!("compare-{}.html", this.manifest.run_id);
+            compare::write(site, &format!("{dir}/{href}"), p, &this)?;
+            compares.push((d.clone(), href));
+        }
+        prev = Some(this);
     }
     body += "<h2 id=\"runs\">Runs at this scale</h2>\n";
-    if compared {
-        body += &format!("<p>{} the newest with the one before.</p>\n", link("compare.html", "Compare"));
+    let newest_compare = compares.last().map(|(_, h)| h.clone());
+    if let Some(h) = &newest_compare {
+        body += &format!(
+            "<p>{} the newest with the one before; every run links its own comparison.</p>\n",
+            link(h, "Compare")
+        );
     }
     let mut rows = Vec::new();
     for d in all.iter().rev() {
         let manifest = dataset::load_run_manifest(d)?;
         let newest = d.as_path() == run_dir;
+        let vs = compares.iter().find(|(x, _)| x == d).map_or("—".into(), |(_, h)| link(h, "vs the run before"));
         rows.push((
             if newest { "changed".into() } else { String::new() },
             vec![
@@ -118,10 +131,11 @@ pub fn write(
                 esc(&manifest.date),
                 crate::fmt::thousands(manifest.records as u64).to_string(),
                 link(&site.link_out(&rel, &d.join("manifest.json")), "manifest"),
+                vs,
             ],
         ));
     }
-    body += &page::table("runs", &["run", "revision", "tree", "date", "records", "files"], &rows);
+    body += &page::table("runs", &["run", "revision", "tree", "date", "records", "files", "compare"], &rows);
 
     body += "<h2 id=\"files\">Files of the newest run</h2>\n<ul>\n";
     for f in ["records.parquet", "manifest.json"] {
@@ -151,7 +165,7 @@ pub fn write(
     let title = format!("{name} ({scale})");
     let crumbs = [(format!("../../index.html#{scale}"), format!("{scale} scale"))];
     site.write(&rel, &page::page(&title, "../../", &crumbs, &body))?;
-    Ok(Written { runs: all.len(), traces: trace_rows.len(), compare: compared })
+    Ok(Written { runs: all.len(), traces: trace_rows.len(), compares: compares.len(), newest_compare })
 }
 
 fn facts(site: &Site, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static str, String)> {

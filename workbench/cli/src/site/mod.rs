@@ -10,7 +10,7 @@
 //! report/assets/site.{css,js}
 //! report/<scale>/<dataset>/index.html   figures (a point's exact value on hover), tables (sortable),
 //!                                       runs, files, manifest and spec, claims on this dataset
-//! report/<scale>/<dataset>/compare.html the newest run against the one before it
+//! report/<scale>/<dataset>/compare-<run>.html  a run against the one before it
 //! report/<scale>/<dataset>/traces/<cell>.html   top sites, flame graph (<cell>.flame.svg)
 //! report/history/<dataset>-<scale>.html every metric of every cell against commits
 //! ```
@@ -145,7 +145,7 @@ pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> R
             let e = experiment::write(&site, scale, name, reports, &tables, dir, run, &claims)?;
             w.experiments += 1;
             w.traces += e.traces;
-            w.compares += usize::from(e.compare);
+            w.compares += e.compares;
             rows.push(index_row(scale, name, run, &e));
         }
         scales += &format!("<h2 id=\"{scale}\">{scale} scale</h2>\n");
@@ -200,7 +200,7 @@ fn index_row(scale: Scale, name: &str, run: &Run, e: &experiment::Written) -> (S
     let m = &run.manifest;
     let dir = dataset_dir(scale, name);
     let clean = if m.git_dirty { "dirty" } else { "clean" };
-    let compare = if e.compare { link(&format!("{dir}/compare.html"), "newest vs previous") } else { "—".into() };
+    let compare = e.newest_compare.as_ref().map_or("—".into(), |h| link(&format!("{dir}/{h}"), "newest vs previous"));
     let class = if m.git_dirty { "changed" } else { "" };
     (
         class.into(),
