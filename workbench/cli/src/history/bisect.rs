@@ -3,7 +3,8 @@
 //! at A. A count of the dhat build repeats exactly, so one run per commit
 //! decides, with no noise to outvote: the search measures ⌈log2 n⌉ of the
 //! n commits (plus the two ends, unless a history or an earlier bisection
-//! measured them), then shows the allocation sites whose counts differ
+//! measured them, and the good end once more, to check that the count
+//! repeats exactly), then shows the allocation sites whose counts differ
 //! between the last commit with the old value and the first with the new
 //! (the cells' traces, [`crate::inspect::trace::diff`]).
 
@@ -142,6 +143,29 @@ pub fn run(m: &Measure<'_>, data: &Path, q: &Query<'_>, say: &dyn Fn(String)) ->
     };
     let (old, good_dir) = measure(&good)?;
     say(format!("good {} {}: {}", good.short(), good.subject, old));
+    // The search trusts one run per commit, so the count must repeat
+    // exactly; a cell whose count depends on scheduling (a multi-threaded
+    // runtime's task spawns, say) would send it after noise. The good end
+    // runs once more to check. (The tokio-based gRPC and QUIC stacks'
+    // counts differed by a few allocations in 2,000 round trips between
+    // the committed quick run and one on this machine, on different code;
+    // two runs of one commit here matched.)
+    let again_dir = data.join("history").join("bisect-repeat").join(&good.hash);
+    let again = match dataset::latest_run(&again_dir, m.spec.dataset(), m.scale)? {
+        Some(run) => run,
+        None => m.at(&good.hash, &again_dir, &|p| p.id == cell.id)?,
+    };
+    let repeat = value_in(&again, &cell, q.metric, &q.filters)?;
+    if repeat != old {
+        bail!(
+            "{} of {} does not repeat at {}: {old}, then {repeat}; bisection needs a count that repeats exactly \
+             (choose another cell or metric)",
+            q.metric,
+            q.cell,
+            good.short()
+        );
+    }
+    say(format!("good {} again: {repeat} (repeats exactly)", good.short()));
     let bad = range.last().expect("non-empty").clone();
     let (new_at_bad, _) = measure(&bad)?;
     say(format!("bad  {} {}: {}", bad.short(), bad.subject, new_at_bad));
