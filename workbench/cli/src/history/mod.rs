@@ -8,10 +8,10 @@
 //!
 //! Each commit is checked out in one git worktree (`target/history/worktree`)
 //! and its target binaries built there by this workbench's runner, with the
-//! spec as it is now, so every commit runs the same cells. The builds share
-//! the main tree's compiled dependencies (cargo's build directory, as the
-//! variants do, [`crate::run::build`]); only the workspace's own crates
-//! compile per commit. The binaries are stamped with the commit and checked.
+//! spec as it is now, so every commit runs the same cells. The worktree
+//! has its own build directory (see [`Measure::at`]): its first build
+//! compiles the dependencies, later commits only the workspace's own
+//! crates. The binaries are stamped with the commit and checked.
 //!
 //! ```text
 //! data/history/<commit>/<dataset>/<scale>-<time>/      the spec's run at that commit
@@ -184,11 +184,15 @@ impl Measure<'_> {
     /// `data_dir`; the run's directory.
     pub fn at(&self, commit: &str, data_dir: &Path, keep: &dyn Fn(&Planned) -> bool) -> Result<PathBuf> {
         let wt = checkout(self.root, commit)?;
-        // The commit's crates compile into the main tree's build directory,
-        // beside its dependencies, which they reuse.
-        if std::env::var_os("CARGO_BUILD_BUILD_DIR").is_none() {
-            std::env::set_var("CARGO_BUILD_BUILD_DIR", self.root.join("target"));
-        }
+        // NOTE: the worktree builds in a directory of its own, never the main
+        // tree's. Cargo hashes a path package relative to its workspace root,
+        // so the worktree's crates and the main tree's are the same units:
+        // sharing the build directory once left the probe's revision stamp of
+        // a bisected commit in the main build, and the next test run's
+        // binaries named that commit (the runner's revision check refused
+        // them). The first commit compiles the dependencies once (minutes);
+        // the next ones only their own crates.
+        std::env::set_var("CARGO_BUILD_BUILD_DIR", wt.join("target"));
         let opts = runner::Options {
             root: wt,
             data: data_dir.to_path_buf(),
