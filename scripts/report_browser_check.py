@@ -169,19 +169,21 @@ def crawl(d, site, index, failures):
     return len(seen)
 
 
-def first_page_with(site, needle):
+def open_first_page_with(d, site, needle, failures, check):
+    """Opens the first dataset page whose HTML holds `needle`; None (and a
+    failure named after `check`) if there is none."""
     for p in sorted(site.glob("*/*/index.html")):
         if needle in p.read_text(errors="replace"):
+            d.go(p.as_uri())
             return p
+    failures.append(f"{check}: no page holds {needle!r}")
     return None
 
 
 def sorting(d, site, failures):
-    page = first_page_with(site, 'data-sort="')
+    page = open_first_page_with(d, site, 'data-sort="', failures, "sort")
     if page is None:
-        failures.append("sort: no page has a numeric table")
         return
-    d.go(page.as_uri())
     # The first sortable table with a numeric column of at least three distinct values.
     found = d.js("""
         for (const [t, table] of Array.from(document.querySelectorAll('table.sortable')).entries()) {
@@ -196,7 +198,7 @@ def sorting(d, site, failures):
         failures.append(f"sort: {page.relative_to(site)} has no numeric column to sort")
         return
     t, c = found
-    heads = d.find(f"table.sortable")
+    heads = d.find("table.sortable")
     th = d.js("return arguments[0].tHead.rows[0].cells[arguments[1]];", {ELEMENT: heads[t]}, c)
     column = "return Array.from(arguments[0].tBodies[0].rows).map(r => parseFloat(r.cells[arguments[1]].getAttribute('data-sort')));"
     for order in ("ascending", "descending"):
@@ -208,11 +210,9 @@ def sorting(d, site, failures):
 
 
 def hover(d, site, failures):
-    page = first_page_with(site, 'class="point"')
+    page = open_first_page_with(d, site, 'class="point"', failures, "hover")
     if page is None:
-        failures.append("hover: no page has a figure with points")
         return
-    d.go(page.as_uri())
     points = d.find("circle.point")
     # A point no other point covers (lines often share their first point).
     i = d.js("""
@@ -277,10 +277,9 @@ def flame(d, site, failures):
 
 
 def without_javascript(d, site, failures):
-    page = first_page_with(site, 'class="point"')
+    page = open_first_page_with(d, site, 'class="point"', failures, "without JavaScript")
     if page is None:
         return
-    d.go(page.as_uri())
     for css, what in [("table.sortable tbody tr", "table rows"), ("figure svg circle.point title", "figure points"),
                       ("nav a[href]", "navigation"), ("h1", "a title")]:
         if not d.find(css):
