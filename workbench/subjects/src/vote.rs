@@ -68,31 +68,3 @@ impl VoteData {
         fill(&mut s, &mut self.payload);
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn same_bytes_is_slice_equality() {
-        let empty: Vec<u8> = Vec::new();
-        assert!(same_bytes(&empty, &[]));
-        assert!(same_bytes(&[1, 2], &[1, 2]));
-        assert!(!same_bytes(&[1, 2], &[1, 3]));
-        assert!(!same_bytes(&[], &[0]));
-    }
-
-    #[test]
-    fn same_seed_same_vote_different_seed_different_vote() {
-        let (mut a, mut b) = (VoteData::with_payload(100), VoteData::with_payload(100));
-        a.set(1, 5);
-        b.set(1, 5);
-        assert_eq!(a, b);
-        b.set(2, 5);
-        assert_ne!(a.block_hash, b.block_hash);
-        // Pinned so that a change to the generator is a visible decision.
-        a.set(0, 0);
-        // splitmix64(0) = 0xe220a8397b1dcdaf, the published first output, little-endian.
-        assert_eq!(a.block_hash[..4], [0xaf, 0xcd, 0x1d, 0x7b]);
-    }
-}
