@@ -68,40 +68,85 @@ step "probe tests, jemalloc build"
 cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"
 cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
+# The four checks after the tests, side by side. PERF (test time): each
+# leaves a core idle most of its time (Slurm's daemons and a tiny spec,
+# LaTeX, a site written once and then Chromium waiting on its driver, a
+# Python kernel): one after another they took 157 s of a cold run
+# (2026-12-03), about as long as the longest of them plus the rest's CPU.
+# None compiles anything or times anything (the Slurm test compares exact
+# counts), and none writes where another reads: the paper and the site read
+# a worktree of HEAD (below), the notebooks this tree's data/. Each writes
+# its output to a log, printed whole when all have ended, and its wall time
+# is its own phase.
+#
 # `workbench run --slurm` for real: a one-node cluster on this machine, a
 # tiny spec through it, compared with a local run; the cluster is stopped
 # whatever the outcome.
-step "slurm: a tiny spec as a job array on a one-node cluster"
-slurm_dir="$(mktemp -d)"
-trap 'st=$?; bash scripts/slurm-cluster.sh stop "$slurm_dir"; print_phases "$st"' EXIT
-bash scripts/slurm-cluster.sh start "$slurm_dir"
-SLURM_CONF="$slurm_dir/slurm.conf" cargo test --release --workspace --test slurm -- --nocapture
-bash scripts/slurm-cluster.sh stop "$slurm_dir"
-rm -rf "$slurm_dir"
-trap print_phases EXIT
+check_slurm() {
+    slurm_dir="$(mktemp -d)"
+    trap 'bash scripts/slurm-cluster.sh stop "$slurm_dir"; rm -rf "$slurm_dir"' EXIT
+    bash scripts/slurm-cluster.sh start "$slurm_dir"
+    SLURM_CONF="$slurm_dir/slurm.conf" cargo test --release --workspace --test slurm -- --nocapture
+}
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
 # reference. Generated files that differ from the committed ones mean the
 # committed tables are stale. NOTE: in a worktree of HEAD, so that the main
 # job's fresh (uncommitted) data in this tree is not mistaken for staleness.
-step "paper (workbench tables, claims, paper) from HEAD's data, in a worktree"
-wt_parent="$(mktemp -d)"
-wt="$wt_parent/head"
-git worktree add --detach --quiet "$wt" HEAD
-trap 'st=$?; git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"; print_phases "$st"' EXIT
-target/release/workbench --root "$wt" tables >/dev/null
-target/release/workbench --root "$wt" tables --scale full >/dev/null
-target/release/workbench --root "$wt" paper
-if [ -n "$(git -C "$wt" status --porcelain -- paper/generated)" ]; then
-    git -C "$wt" status --short -- paper/generated
-    echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2
-    exit 1
-fi
+check_paper() {
+    target/release/workbench --root "$wt" tables >/dev/null
+    target/release/workbench --root "$wt" tables --scale full >/dev/null
+    target/release/workbench --root "$wt" paper
+    if [ -n "$(git -C "$wt" status --porcelain -- paper/generated)" ]; then
+        git -C "$wt" status --short -- paper/generated
+        echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2
+        return 1
+    fi
+}
 # The report site from the same committed data, in a real browser: every
 # page without a console error, every link resolving, a table sorting, a
 # hover, a flame graph zooming, pages without JavaScript.
-step "report site (workbench report) in headless Chromium"
-target/release/workbench --root "$wt" report --out "$wt_parent/report"
-python3 scripts/report_browser_check.py "$wt_parent/report"
-step "notebooks (executed headless against data/)"
-.venv/bin/python scripts/notebooks.py
+check_report() {
+    target/release/workbench --root "$wt" report --out "$wt_parent/report"
+    python3 scripts/report_browser_check.py "$wt_parent/report"
+}
+check_notebooks() {
+    .venv/bin/python scripts/notebooks.py
+}
+side_by_side=(
+    "slurm: a tiny spec as a job array on a one-node cluster|check_slurm"
+    "paper (workbench tables, claims, paper) from HEAD's data, in a worktree|check_paper"
+    "report site (workbench report) in headless Chromium|check_report"
+    "notebooks (executed headless against data/)|check_notebooks"
+)
+end_phase
+phase_name=""
+echo
+echo "==> side by side: slurm, paper, report site, notebooks"
+side_start=$SECONDS
+wt_parent="$(mktemp -d)"
+wt="$wt_parent/head"
+git worktree add --detach --quiet "$wt" HEAD
+trap 'st=$?; jobs -p | xargs -r kill 2>/dev/null; wait; git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"; print_phases "$st"' EXIT
+for i in "${!side_by_side[@]}"; do
+    (
+        start=$SECONDS
+        set +e
+        (set -e; "${side_by_side[$i]#*|}") >"$wt_parent/check-$i.log" 2>&1
+        echo "$? $((SECONDS - start))" >"$wt_parent/check-$i.status"
+    ) &
+done
+wait
+failed=0
+for i in "${!side_by_side[@]}"; do
+    name="${side_by_side[$i]%%|*}"
+    read -r st secs <"$wt_parent/check-$i.status"
+    echo
+    echo "==> $name ($([ "$st" -eq 0 ] && echo passed || echo "FAILED, exit $st"), ${secs} s)"
+    cat "$wt_parent/check-$i.log"
+    phases+=("$(printf '%6ds  %s (side by side)' "$secs" "$name")")
+    [ "$st" -eq 0 ] || failed=1
+done
+phase_name="side by side, all four"
+phase_start=$side_start
+[ "$failed" -eq 0 ]
