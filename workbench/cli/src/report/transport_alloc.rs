@@ -16,9 +16,11 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
     for t in &spec.codecs {
+        // PERF: the stack's rows first, as in alloc_profile.
+        let of_stack = select(df, &[("codec", t)], &[])?;
         for &payload in &spec.payloads {
-            let d = select(df, &[("codec", t), ("variant", "dhat")], &[("payload", payload as u64)])?;
-            let j = select(df, &[("codec", t), ("variant", "jemalloc")], &[("payload", payload as u64)])?;
+            let d = select(&of_stack, &[("variant", "dhat")], &[("payload", payload as u64)])?;
+            let j = select(&of_stack, &[("variant", "jemalloc")], &[("payload", payload as u64)])?;
             rows.push(row![
                 display_name(t),
                 fmt::bytes(payload as f64),
