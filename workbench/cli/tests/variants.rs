@@ -24,20 +24,17 @@ fn ask(bin: &std::path::Path, _target: Target, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// Builds every (target, variant) pair the quick suite names whose variant
-/// does (`shared`) or does not share the workspace's build, and checks what
-/// each binary says it is.
-fn quick_variants_build_as_named(shared: bool, label: &str) {
-    let out = std::env::temp_dir().join(format!("wb-{label}-{}", std::process::id()));
-    let (opts, multi, mut bins) = common::setup(&out, label);
+#[test]
+fn every_quick_variant_builds_as_named() {
+    let out = std::env::temp_dir().join(format!("wb-variants-{}", std::process::id()));
+    let (opts, multi, mut bins) = common::setup(&out, "variants");
     let mut wanted = BTreeSet::new();
     for (_, s) in spec::load_dir(&opts.root.join("experiments")).unwrap() {
         for v in s.variants_at(workbench::spec::Scale::Quick) {
-            if variants::get(v).unwrap().shares_workspace_build() == shared {
-                wanted.insert((s.target, v.clone()));
-            }
+            wanted.insert((s.target, v.clone()));
         }
     }
+    assert!(wanted.len() >= 4, "the quick suite names more builds than {wanted:?}");
     let (rev, _) = host::git_state(&opts.root);
     for (target, variant) in &wanted {
         let bin = bins.get(&opts.root, *target, variant, &multi).unwrap();
@@ -45,29 +42,6 @@ fn quick_variants_build_as_named(shared: bool, label: &str) {
         assert_eq!(ask(&bin, *target, "revision"), rev, "{target:?} {variant}");
     }
     let _ = std::fs::remove_dir_all(&out);
-    assert!(!wanted.is_empty(), "the quick suite names no build that {label}");
-}
-
-// PERF (test time): two tests, so that nextest builds the two kinds side by
-// side from the start. The plain variants share the workspace's build
-// directory, so cargo builds them one at a time, each mostly on one core
-// (jemalloc's configure script, one large crate); a variant with a profile
-// of its own (ThinLTO) compiles its whole tree in its own directory and
-// fills the other core. One after the other they were 527 s of a cold run
-// (2026-12-03), the ThinLTO build last.
-
-/// The allocator variants and the plain release build: the subject's and
-/// the server's own crates recompiled with the allocator's feature.
-#[test]
-fn every_quick_variant_sharing_the_workspace_build_builds_as_named() {
-    quick_variants_build_as_named(true, "variants-shared");
-}
-
-/// The variants with a profile of their own (ThinLTO at quick scale), each
-/// with the plain build's load driver beside it.
-#[test]
-fn every_quick_variant_with_its_own_profile_builds_as_named() {
-    quick_variants_build_as_named(false, "variants-own-profile");
 }
 
 /// The release profile builds the analysis stack unoptimised (the

@@ -68,15 +68,6 @@ pub const VARIANTS: &[Variant] = &[
     Variant { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
 ];
 
-impl Variant {
-    /// Whether this variant compiles with the workspace's own profile, and
-    /// so reuses what the workspace build compiled (cargo's build
-    /// directory); the others build their whole tree in a directory each.
-    pub fn shares_workspace_build(&self) -> bool {
-        !self.pgo && self.profile_env.is_empty()
-    }
-}
-
 /// The variant named `name`.
 pub fn get(name: &str) -> Option<&'static Variant> {
     VARIANTS.iter().find(|v| v.name == name)
