@@ -25,7 +25,16 @@ for a in "$@"; do
 done
 target/release/workbench tables --scale "$scale"
 target/release/workbench figures --scale "$scale"
-# The paper: macros and the claims audit from data/, then paper/build/main.pdf.
-target/release/workbench paper
-# The browsable report of everything above (not committed): open its index.
-target/release/workbench report
+# The paper (macros and the claims audit from data/, then
+# paper/build/main.pdf) and the browsable report of everything above (not
+# committed; open its index), side by side: LaTeX runs on one core, and
+# neither reads what the other writes.
+target/release/workbench paper &
+paper=$!
+report_status=0
+target/release/workbench report || report_status=$?
+paper_status=0
+wait "$paper" || paper_status=$?
+if [ "$paper_status" -ne 0 ]; then echo "quick: workbench paper failed (exit $paper_status)" >&2; fi
+if [ "$report_status" -ne 0 ]; then echo "quick: workbench report failed (exit $report_status)" >&2; fi
+[ "$paper_status" -eq 0 ] && [ "$report_status" -eq 0 ]

@@ -127,7 +127,7 @@ side_start=$SECONDS
 wt_parent="$(mktemp -d)"
 wt="$wt_parent/head"
 git worktree add --detach --quiet "$wt" HEAD
-trap 'st=$?; jobs -p | xargs -r kill 2>/dev/null; wait; git worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$wt_parent"; print_phases "$st"' EXIT
+trap 'st=$?; kill $(jobs -pr) 2>/dev/null || true; wait || true; git worktree remove --force "$wt" >/dev/null 2>&1 || true; rm -rf "$wt_parent"; print_phases "$st"' EXIT
 for i in "${!side_by_side[@]}"; do
     (
         start=$SECONDS
