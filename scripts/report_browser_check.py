@@ -3,8 +3,12 @@
 driven over WebDriver (chromedriver), with the standard library only.
 
 Checks, failing with a list of what broke:
-- every page of the site loads with no console error (warnings pass);
-- every link, image, frame, script and style sheet on it resolves to a file;
+- every link, image, frame, script and style sheet of every page reachable
+  from the index resolves to a file inside the file system (read from the
+  HTML, without the browser);
+- every page loads with no console error (warnings pass), except that of
+  the trace pages, which share one template, one in TRACE_SAMPLE loads
+  (and every dataset's first);
 - a table sorts by a header click (ascending, then descending);
 - hovering a figure's point shows its exact value beside the pointer;
 - a flame graph zooms when a frame is clicked;
@@ -13,6 +17,7 @@ Checks, failing with a list of what broke:
 Usage: scripts/report_browser_check.py REPORT_DIR
 """
 
+import html.parser
 import json
 import os
 import socket
@@ -27,6 +32,10 @@ from pathlib import Path
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+# PERF (test time): the trace pages are 268 of the 336 pages of the committed
+# data's site and differ only in their numbers; loading every one was most of
+# this check's 45 s (2026-12-03). Their links are still all checked.
+TRACE_SAMPLE = 8
 
 
 class Driver:
@@ -84,12 +93,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def local_path(url):
-    """The file a file:// URL names (its fragment and query dropped)."""
-    p = urllib.parse.urlparse(url)
-    return Path(urllib.parse.unquote(p.path)) if p.scheme == "file" else None
-
-
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -132,41 +135,64 @@ def main():
         for f in failures[:60]:
             print(f"  {f}")
         sys.exit(1)
-    print(f"report site: {pages} pages load without console errors, every link resolves; "
+    print(f"report site: every link of {pages[0]} pages resolves; {pages[1]} pages load without console errors; "
           "a table sorts, a hover shows a point's exact value, a flame graph zooms, pages read without JavaScript")
 
 
+class Links(html.parser.HTMLParser):
+    """The URLs a page's HTML refers to, as (kind, url)."""
+
+    ATTRS = {"a": "href", "link": "href", "img": "src", "iframe": "src", "script": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls = []
+
+    def handle_starttag(self, tag, attrs):
+        want = self.ATTRS.get(tag)
+        for name, value in attrs:
+            if name == want and value:
+                self.urls.append((tag, value))
+
+
 def crawl(d, site, index, failures):
-    """Loads every page reachable from the index; checks its console and resources."""
+    """Finds every page reachable from the index and checks every URL in
+    each; loads each (a sample of the trace pages) and checks its console."""
     seen, queue = set(), [index]
     while queue:
         page = queue.pop()
         if page in seen:
             continue
         seen.add(page)
-        d.go(page.as_uri())
-        for entry in d.console():
-            if entry.get("level") == "SEVERE":
-                failures.append(f"{page.relative_to(site)}: console: {entry.get('message', '')[:200]}")
-        urls = d.js("""
-            const out = [];
-            for (const a of document.querySelectorAll('a[href]')) out.push(['a', a.href]);
-            for (const e of document.querySelectorAll('img[src], iframe[src], script[src]')) out.push([e.tagName, e.src]);
-            for (const l of document.querySelectorAll('link[href]')) out.push(['link', l.href]);
-            return out;""")
-        for kind, url in urls:
-            if url.startswith("data:"):
+        links = Links()
+        links.feed(page.read_text(errors="replace"))
+        for kind, url in links.urls:
+            parsed = urllib.parse.urlparse(url)
+            if url.startswith("data:") or (not parsed.scheme and not parsed.path):
                 continue
-            path = local_path(url)
-            if path is None:
+            if parsed.scheme not in ("", "file") or parsed.netloc:
                 failures.append(f"{page.relative_to(site)}: {kind} leaves the file system: {url}")
                 continue
+            path = (page.parent / urllib.parse.unquote(parsed.path)).resolve()  # an absolute path stays one
             if not path.exists():
                 failures.append(f"{page.relative_to(site)}: {kind} does not resolve: {url}")
                 continue
             if path.suffix == ".html" and site in path.parents and path not in seen:
                 queue.append(path)
-    return len(seen)
+    loaded = 0
+    traces_seen = {}
+    for page in sorted(seen):
+        if page.parent.name == "traces":
+            n = traces_seen.get(page.parent, 0)
+            traces_seen[page.parent] = n + 1
+            if n % TRACE_SAMPLE:
+                continue
+        d.go(page.as_uri())
+        loaded += 1
+        for entry in d.console():
+            if entry.get("level") == "SEVERE":
+                failures.append(f"{page.relative_to(site)}: console: {entry.get('message', '')[:200]}")
+    return len(seen), loaded
 
 
 def open_first_page_with(d, site, needle, failures, check):

@@ -104,8 +104,9 @@ check_paper() {
     fi
 }
 # The report site from the same committed data, in a real browser: every
-# page without a console error, every link resolving, a table sorting, a
-# hover, a flame graph zooming, pages without JavaScript.
+# link of every page resolving, the pages (one trace page in eight) without
+# a console error, a table sorting, a hover, a flame graph zooming, pages
+# without JavaScript.
 check_report() {
     target/release/workbench --root "$wt" report --out "$wt_parent/report"
     python3 scripts/report_browser_check.py "$wt_parent/report"
