@@ -6,9 +6,9 @@ Checks, failing with a list of what broke:
 - every link, image, frame, script and style sheet of every page reachable
   from the index resolves to a file inside the file system (read from the
   HTML, without the browser);
-- every page loads with no console error (warnings pass), except that of
-  the trace pages, which share one template, one in TRACE_SAMPLE loads
-  (and every dataset's first);
+- every page loads with no console error (warnings pass); of each
+  dataset's trace pages, which share one template, only the first and then
+  one in TRACE_SAMPLE are loaded;
 - a table sorts by a header click (ascending, then descending);
 - hovering a figure's point shows its exact value beside the pointer;
 - a flame graph zooms when a frame is clicked;
