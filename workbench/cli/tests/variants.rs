@@ -1,7 +1,19 @@
-//! Every build the quick suite runs, built the way the runner builds it: the
-//! binary must say it is the variant the manifest will name (its allocator)
-//! and carry this checkout's revision. Building them here is also what lets
-//! the main job, run after the tests, go straight to measuring.
+//! Every build the quick suite runs that shares the workspace's compiled
+//! crates, built the way the runner builds it: the binary must say it is the
+//! variant the manifest will name (its allocator) and carry this checkout's
+//! revision. Building them here is also what lets the main job, run after
+//! the tests, go straight to measuring.
+//!
+//! PERF (test time): the quick builds with a profile of their own (ThinLTO)
+//! are not compiled here. Their profile changes every crate's flags, so a
+//! real build compiles the server's whole dependency tree again: 178 s of a
+//! cold test command on 2 cores, ≈ 340 s of CPU (2026-12-03), a sixth of
+//! the run, for a build whose flags are cargo's business. What is ours, the
+//! plan (its target directory, its profile variables, the measured binary
+//! alone, the `o3` driver beside it), is tested for every such variant
+//! against a stand-in for cargo (`tests/profile_variants.rs`); the main job
+//! compiles them for real (build-stages), and its runner refuses a binary
+//! built from another revision before every cell.
 
 mod common;
 
@@ -14,6 +26,10 @@ use workbench::{data::host, spec::variants};
 /// feature, or `system` for the builds that only change the profile.
 fn allocator_name(variant: &str) -> &'static str {
     variants::features(variant).first().copied().unwrap_or("system")
+}
+
+fn shares_workspace_build(variant: &str) -> bool {
+    variants::get(variant).unwrap_or_else(|| panic!("unknown variant {variant}")).shares_workspace_build()
 }
 
 fn ask(bin: &std::path::Path, _target: Target, what: &str) -> String {
@@ -35,6 +51,16 @@ fn every_quick_variant_builds_as_named() {
         }
     }
     assert!(wanted.len() >= 4, "the quick suite names more builds than {wanted:?}");
+    let own_profile: Vec<_> = wanted.iter().filter(|(_, v)| !shares_workspace_build(v)).cloned().collect();
+    for (target, variant) in &own_profile {
+        let v = variants::get(variant).unwrap();
+        assert!(
+            !v.pgo && *target == Target::DatastoreServer,
+            "{variant}: a quick build with a profile of its own is tested by its plan (tests/profile_variants.rs), \
+             which covers the server's profile overrides without PGO only"
+        );
+    }
+    wanted.retain(|(_, v)| shares_workspace_build(v));
     let (rev, _) = host::git_state(&opts.root);
     for (target, variant) in &wanted {
         let bin = bins.get(&opts.root, *target, variant, &multi).unwrap();

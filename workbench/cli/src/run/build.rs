@@ -49,12 +49,6 @@ fn build_dir(v: &Variant) -> &'static str {
     VARIANTS.iter().find(|w| !w.pgo && w.profile_env == v.profile_env).map_or(v.name, |w| w.name)
 }
 
-/// Whether a variant compiles with the workspace's own profile, and so can
-/// reuse what the workspace build compiled (cargo's build directory).
-fn shares_workspace_build(v: &Variant) -> bool {
-    !v.pgo && v.profile_env.is_empty()
-}
-
 /// Where the workspace build keeps what it compiled: cargo's build
 /// directory as configured in the environment, else its target directory,
 /// else `target/`.
@@ -96,7 +90,7 @@ fn build_shared(
 /// compiled crates makes the driver at no cost, any other would compile and
 /// link it again with the variant's profile.
 fn builds_every_binary(v: &Variant, rustflags: &str) -> bool {
-    shares_workspace_build(v) && rustflags.is_empty()
+    v.shares_workspace_build() && rustflags.is_empty()
 }
 
 /// Puts the plain release build's (`o3`) other binaries (the server's load
@@ -390,10 +384,10 @@ mod tests {
     fn identical_builds_share_a_directory() {
         for plain in ["o3", "system", "jemalloc", "jemalloc-plain", "dhat"] {
             assert_eq!(build_dir(get(plain).unwrap()), "release", "{plain}");
-            assert!(shares_workspace_build(get(plain).unwrap()), "{plain}");
+            assert!(get(plain).unwrap().shares_workspace_build(), "{plain}");
         }
         for own in ["thinlto", "fatlto", "pgo", "pgo-bolt"] {
-            assert!(!shares_workspace_build(get(own).unwrap()), "{own}");
+            assert!(!get(own).unwrap().shares_workspace_build(), "{own}");
         }
         assert_eq!(build_dir(get("fatlto").unwrap()), "fatlto");
         assert_eq!(build_dir(get("thinlto").unwrap()), "thinlto");

@@ -68,6 +68,16 @@ pub const VARIANTS: &[Variant] = &[
     Variant { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
 ];
 
+impl Variant {
+    /// Whether the variant compiles with the workspace's own profile, and so
+    /// reuses what the workspace build compiled (cargo's build directory):
+    /// any profile setting (LTO, codegen units) or a profile-guided build
+    /// changes every crate's flags, and so compiles the whole tree again.
+    pub fn shares_workspace_build(&self) -> bool {
+        !self.pgo && self.profile_env.is_empty()
+    }
+}
+
 /// The variant named `name`.
 pub fn get(name: &str) -> Option<&'static Variant> {
     VARIANTS.iter().find(|v| v.name == name)
