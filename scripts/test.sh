@@ -46,20 +46,41 @@ python3 scripts/modgraph.py
 # and the release build after it 727 -> 570 s.
 step "cargo clippy --release --all-targets -D warnings"
 cargo clippy --release --workspace --all-targets -- -D warnings
-# The four checks beside the tests. PERF (test time): each leaves a core
-# idle most of its time (Slurm's daemons and a tiny spec, LaTeX, a site
-# written once and then Chromium waiting on its driver, a Python kernel):
-# one after another they took 157 s of a cold run (2026-12-03), side by
-# side after the tests 68 s, and the tests leave a core idle in the build
-# variant test's serial steps (jemalloc's configure, links). So they start
-# when the build is done and run beside the tests, and the only tests that
-# time something (nextest profile `timed`, .config/nextest.toml) run after
-# them, alone. None compiles anything (the Slurm test's binary is built)
-# or times anything (the Slurm test compares exact counts), and none
-# writes where another reads: the paper and the site read a worktree of
-# HEAD (below), the notebooks this tree's data/. Each writes its output to
-# a log, printed whole when all have ended, and its wall time is its own
-# phase.
+step "tests (release profile)"
+# PERF (test time): cargo-nextest runs the test binaries' tests side by side
+# on both cores (.config/nextest.toml: the longest first, the timing test
+# alone), where `cargo test` runs one binary at a time; its build is
+# `cargo test --no-run`'s, so nothing compiles twice. Doc tests are cargo
+# test's alone. Without nextest (it ships with this project's toolchain
+# image, not with every rustup), `cargo test` runs the same tests.
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --release --workspace --no-fail-fast
+    cargo test --release --workspace --doc
+else
+    echo "test: cargo-nextest not found; running the tests one binary at a time (cargo test)"
+    cargo test --release --workspace
+fi
+# The probe's per-variant tests need the allocator feature on; one at a time
+# because dhat and jemalloc are both global allocators. NOTE: features are
+# resolved over the workspace (`--workspace --test …`), as the build above
+# did, so only the probe and its allocator compile again; `-p probe`
+# resolved them over the probe alone and recompiled its dependencies.
+step "probe tests, dhat build"
+cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides
+step "probe tests, jemalloc build"
+cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
+step "probe tests, jemalloc build without statistics"
+cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
+# The four checks after the tests, side by side. PERF (test time): each
+# leaves a core idle most of its time (Slurm's daemons and a tiny spec,
+# LaTeX, a site written once and then Chromium waiting on its driver, a
+# Python kernel): one after another they took 157 s of a cold run
+# (2026-12-03), about as long as the longest of them plus the rest's CPU.
+# None compiles anything or times anything (the Slurm test compares exact
+# counts), and none writes where another reads: the paper and the site read
+# a worktree of HEAD (below), the notebooks this tree's data/. Each writes
+# its output to a log, printed whole when all have ended, and its wall time
+# is its own phase.
 #
 # `workbench run --slurm` for real: a one-node cluster on this machine, a
 # tiny spec through it, compared with a local run; the cluster is stopped
@@ -102,92 +123,36 @@ side_by_side=(
     "report site (workbench report) in headless Chromium|check_report"
     "notebooks (executed headless against data/)|check_notebooks"
 )
-side_by_side=(
-    "slurm: a tiny spec as a job array on a one-node cluster|check_slurm"
-    "paper (workbench tables, claims, paper) from HEAD's data, in a worktree|check_paper"
-    "report site (workbench report) in headless Chromium|check_report"
-    "notebooks (executed headless against data/)|check_notebooks"
-)
-start_checks() {
-    python_env_wait
-    checks_start=$SECONDS
-    wt_parent="$(mktemp -d)"
-    wt="$wt_parent/head"
-    git worktree add --detach --quiet "$wt" HEAD
-    trap 'st=$?; kill $(jobs -pr) 2>/dev/null || true; wait || true; git worktree remove --force "$wt" >/dev/null 2>&1 || true; rm -rf "$wt_parent"; print_phases "$st"' EXIT
-    echo "test: started beside the tests: slurm, paper, report site, notebooks (their output follows the tests')"
-    for i in "${!side_by_side[@]}"; do
-        (
-            start=$SECONDS
-            set +e
-            (set -e; "${side_by_side[$i]#*|}") >"$wt_parent/check-$i.log" 2>&1
-            echo "$? $((SECONDS - start))" >"$wt_parent/check-$i.status"
-        ) &
-        check_pids+=($!)
-    done
-}
-# Waits for the checks, prints each one's output and result; sets checks_failed.
-finish_checks() {
-    end_phase
-    phase_name=""
-    for pid in "${check_pids[@]}"; do wait "$pid" || true; done
-    checks_failed=0
-    for i in "${!side_by_side[@]}"; do
-        name="${side_by_side[$i]%%|*}"
-        read -r st secs <"$wt_parent/check-$i.status"
-        echo
-        echo "==> $name ($([ "$st" -eq 0 ] && echo passed || echo "FAILED, exit $st"), ${secs} s)"
-        cat "$wt_parent/check-$i.log"
-        phases+=("$(printf '%6ds  %s (side by side)' "$secs" "$name")")
-        [ "$st" -eq 0 ] || checks_failed=1
-    done
-    phases+=("$(printf '%6ds  %s' $((SECONDS - checks_start)) "the four checks, from the end of the build")")
-}
-check_pids=()
-step "build: every test target, release profile (cargo test --no-run)"
-cargo test --release --workspace --no-run
-# PERF (test time): cargo-nextest runs the test binaries' tests side by side
-# on both cores (.config/nextest.toml: the longest first), where `cargo test`
-# runs one binary at a time; its build is `cargo test --no-run`'s above, so
-# nothing compiles twice. Doc tests are cargo test's alone. The probe's
-# per-variant tests need the allocator feature on; one at a time because
-# dhat and jemalloc are both global allocators. NOTE: features are resolved
-# over the workspace (`--workspace --test …`), as the build above did, so
-# only the probe and its allocator compile again; `-p probe` resolved them
-# over the probe alone and recompiled its dependencies.
-# (Called as `probe_tests || …`, where errexit is off: each status is kept.)
-probe_tests() {
-    local st=0
-    step "probe tests, dhat build"
-    cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides || st=$?
-    step "probe tests, jemalloc build"
-    cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts || st=$?
-    step "probe tests, jemalloc build without statistics"
-    cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain || st=$?
-    return "$st"
-}
-tests_status=0
-if cargo nextest --version >/dev/null 2>&1; then
-    start_checks
-    step "tests (nextest), the four checks beside them"
-    cargo nextest run --release --workspace --no-fail-fast --profile untimed || tests_status=$?
-    step "doc tests"
-    cargo test --release --workspace --doc || tests_status=$?
-    probe_tests || tests_status=$?
-    finish_checks
-    step "tests that time something, alone (nextest profile timed)"
-    cargo nextest run --release --workspace --no-fail-fast --profile timed || tests_status=$?
-else
-    # Without nextest (it ships with this project's toolchain image, not
-    # with every rustup), `cargo test` runs the same tests, then the checks
-    # (a timing test among them would time the checks otherwise).
-    echo "test: cargo-nextest not found; running the tests one binary at a time (cargo test)"
-    step "tests (cargo test)"
-    cargo test --release --workspace || tests_status=$?
-    probe_tests || tests_status=$?
-    start_checks
-    finish_checks
-fi
+step "the Python environment (installing beside the build since setup)"
+python_env_wait
 end_phase
 phase_name=""
-[ "$tests_status" -eq 0 ] && [ "$checks_failed" -eq 0 ]
+echo
+echo "==> side by side: slurm, paper, report site, notebooks"
+side_start=$SECONDS
+wt_parent="$(mktemp -d)"
+wt="$wt_parent/head"
+git worktree add --detach --quiet "$wt" HEAD
+trap 'st=$?; kill $(jobs -pr) 2>/dev/null || true; wait || true; git worktree remove --force "$wt" >/dev/null 2>&1 || true; rm -rf "$wt_parent"; print_phases "$st"' EXIT
+for i in "${!side_by_side[@]}"; do
+    (
+        start=$SECONDS
+        set +e
+        (set -e; "${side_by_side[$i]#*|}") >"$wt_parent/check-$i.log" 2>&1
+        echo "$? $((SECONDS - start))" >"$wt_parent/check-$i.status"
+    ) &
+done
+wait
+failed=0
+for i in "${!side_by_side[@]}"; do
+    name="${side_by_side[$i]%%|*}"
+    read -r st secs <"$wt_parent/check-$i.status"
+    echo
+    echo "==> $name ($([ "$st" -eq 0 ] && echo passed || echo "FAILED, exit $st"), ${secs} s)"
+    cat "$wt_parent/check-$i.log"
+    phases+=("$(printf '%6ds  %s (side by side)' "$secs" "$name")")
+    [ "$st" -eq 0 ] || failed=1
+done
+phase_name="side by side, all four"
+phase_start=$side_start
+[ "$failed" -eq 0 ]
