@@ -8,12 +8,13 @@
 //! are not compiled here. Their profile changes every crate's flags, so a
 //! real build compiles the server's whole dependency tree again: 178 s of a
 //! cold test command on 2 cores, ≈ 340 s of CPU (2026-12-03), a sixth of
-//! the run, for a build whose flags are cargo's business. What is ours, the
-//! plan (its target directory, its profile variables, the measured binary
-//! alone, the `o3` driver beside it), is tested for every such variant
-//! against a stand-in for cargo (`tests/profile_variants.rs`); the main job
-//! compiles them for real (build-stages), and its runner refuses a binary
-//! built from another revision before every cell.
+//! the run. What differs from the builds here is cargo's profile settings;
+//! what the runner decides (the target directory, the profile variables,
+//! the measured binary alone, the `o3` driver beside it) is tested for every
+//! such variant against a stand-in for cargo (`tests/profile_variants.rs`).
+//! The main job compiles them for real (build-stages), and its runner
+//! refuses a binary built from another revision before every cell. So a
+//! compiler or cargo failure peculiar to LTO shows in the main job, not here.
 
 mod common;
 
