@@ -80,8 +80,7 @@ fn profile_variants_build_the_measured_binary_alone_and_drive_it_with_o3() {
             std::env::remove_var(k);
         }
     }
-    // Where the workspace build compiled its crates (the runner's rule).
-    let workspace_build = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
+    let workspace_build = build::workspace_build_dir(&root);
     let target = Target::DatastoreServer;
     let own: Vec<_> = variants::VARIANTS.iter().filter(|v| !v.shares_workspace_build() && !v.pgo).collect();
     assert!(own.iter().any(|v| v.name == "thinlto"), "no profile variant without PGO registered");
@@ -105,7 +104,7 @@ fn profile_variants_build_the_measured_binary_alone_and_drive_it_with_o3() {
         // The driver: the plain release build, every binary, in the
         // workspace's build directory, no profile variable.
         assert_eq!(Path::new(&plain.target_dir), dir.join(PROFILE), "{}", v.name);
-        assert_eq!(Path::new(&plain.build_dir), workspace_build, "{}", v.name);
+        assert_eq!(Path::new(&plain.build_dir), workspace_build.as_path(), "{}", v.name);
         assert!(plain.profile.is_empty(), "{}: {:?}", v.name, plain.profile);
         assert_eq!(plain.bins, target.binaries(), "{}", v.name);
         // What the runner returns: the cell's binary, the driver, from the

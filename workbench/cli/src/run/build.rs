@@ -52,7 +52,7 @@ fn build_dir(v: &Variant) -> &'static str {
 /// Where the workspace build keeps what it compiled: cargo's build
 /// directory as configured in the environment, else its target directory,
 /// else `target/`.
-fn workspace_build_dir(root: &Path) -> PathBuf {
+pub fn workspace_build_dir(root: &Path) -> PathBuf {
     ["CARGO_BUILD_BUILD_DIR", "CARGO_TARGET_DIR"]
         .iter()
         .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
