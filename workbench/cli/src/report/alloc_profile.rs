@@ -4,6 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
+use crate::report::tables;
 use crate::report::tables::{
     display_name, dist, mean, mean_stats, opt_bytes, opt_count, row, select, source_of, Table,
 };
@@ -58,7 +59,10 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
              Counts and B/op (encode+decode, requested bytes) from the dhat build; jemalloc B/op counts usable \
              (size-class) bytes on the thread. No GC column: Rust has no collector, and jemalloc's purges (on a \
              10 s decay timer) read 0 for every codec in runs this short (see the heap-growth caption). {} profile.",
-            s.messages, s.warmup, s.repetitions, run.manifest.profile
+            tables::messages(s, &spec.payloads),
+            s.warmup,
+            s.repetitions,
+            run.manifest.profile
         ),
         header: vec![
             "Protocol",

@@ -4,6 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
+use crate::report::tables;
 use crate::report::tables::{
     dash, display_name, floats, median, median_ratio, opt_count, ratio, row, select, source_of, stats, Cell, Table,
 };
@@ -64,7 +65,7 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
              medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
              itself (an A/A test): they are the noise floor of every ratio in the table. System allocator, {} \
              profile; a shared 2-core machine, so read spreads before differences.",
-            fmt::thousands(s.messages),
+            tables::messages(s, &spec.payloads),
             s.repetitions,
             subjects::experiments::codec_speed::PAD_STEP,
             run.manifest.profile

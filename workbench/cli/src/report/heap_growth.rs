@@ -7,6 +7,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
+use crate::report::tables;
 use crate::report::tables::{display_name, median, opt_bytes, opt_count, row, select, source_of, steady_rate, Table};
 use anyhow::Result;
 use probe::registry;
@@ -77,7 +78,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
              here: Rust has no collector, and jemalloc's purge count, the nearest event, runs on a 10 s decay \
              timer (jemalloc's default), so runs shorter than that show 0 by construction and it told no stack \
              from another; it is dropped rather than shown as a column of zeros. {} profile.",
-            fmt::thousands(s.messages),
+            tables::messages(s, &spec.payloads),
             s.repetitions,
             run.manifest.profile
         ),

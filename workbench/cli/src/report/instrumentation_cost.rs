@@ -4,6 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
+use crate::report::tables;
 use crate::report::tables::{dash, display_name, median, ratio, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
@@ -58,7 +59,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
              system is the counting build, never used for timings. The last column times ZAP, which allocates \
              nothing, in the jemalloc-stats build against the system build of the same cells: the noise of \
              these ratios. {} profile.",
-            fmt::thousands(s.messages),
+            tables::messages(s, &spec.payloads),
             s.repetitions,
             run.manifest.profile
         ),

@@ -204,6 +204,22 @@ pub(crate) fn source_of(run: &Run) -> String {
     format!("data/{}/{} (revision {rev}, {state})", m.experiment, m.run_id)
 }
 
+/// A caption's message count at a scale: `1,000`, or `1,000 (128 for 64 KiB
+/// payloads)` when the scale's `payload_budget` thins some payloads' cells
+/// ([`crate::spec::Settings::messages_for`]).
+pub(crate) fn messages(s: &crate::spec::Settings, payloads: &[usize]) -> String {
+    let thinned: Vec<String> = payloads
+        .iter()
+        .filter(|&&p| s.messages_for(p) < s.messages)
+        .map(|&p| format!("{} for {} payloads", fmt::thousands(s.messages_for(p)), fmt::bytes(p as f64)))
+        .collect();
+    if thinned.is_empty() {
+        fmt::thousands(s.messages)
+    } else {
+        format!("{} ({})", fmt::thousands(s.messages), thinned.join(", "))
+    }
+}
+
 /// Values of a float column, in row order (nulls dropped).
 pub fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
     let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::Float64)?;

@@ -4,6 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
+use crate::report::tables;
 use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
@@ -44,7 +45,7 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
              the thread that allocated (harness thread, server thread); Other counts threads a library started on \
              its own. The jemalloc column counts the client thread only (per-thread counters, usable size). {} \
              profile.",
-            fmt::thousands(s.messages),
+            tables::messages(s, &spec.payloads),
             s.warmup,
             s.repetitions,
             run.manifest.profile

@@ -94,13 +94,14 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
             for codec in &spec.codecs {
                 for variant in spec.variants_at(scale) {
                     let id = format!("{codec}-p{payload}-{variant}-r{rep}");
+                    let messages = s.messages_for(payload);
                     let cell = Cell {
                         experiment: spec.experiment.clone(),
                         codec: codec.clone(),
                         payload,
-                        messages: s.messages,
+                        messages,
                         warmup: s.warmup,
-                        sample_every: s.sample_every.unwrap_or((s.messages / 100).max(1)),
+                        sample_every: s.sample_every.unwrap_or((messages / 100).max(1)),
                         seed: spec.seed,
                         trace: None,
                         work_dir: None,
@@ -121,7 +122,7 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
                         rep,
                         cell,
                         fields,
-                        total: s.messages,
+                        total: messages,
                     });
                 }
             }

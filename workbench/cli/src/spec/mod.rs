@@ -76,6 +76,13 @@ pub struct Settings {
     /// Sample interval in messages (heap-growth); defaults to messages / 100.
     #[serde(default)]
     pub sample_every: Option<u64>,
+    /// Payload bytes that `messages` may carry in all (subject experiments):
+    /// a cell whose payload is p bytes gets `min(messages, max(1, budget /
+    /// p))` messages (see [`Settings::messages_for`]). It bounds the cells
+    /// whose time grows with the payload (JSON-RPC's 64 KiB cells took most
+    /// of codec-speed's quick run) without thinning the small payloads' cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_budget: Option<u64>,
     /// The experiment's own settings and axes (server experiments: rows,
     /// concurrency levels, connection steps, depths), passed to the cell as is.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
@@ -84,6 +91,17 @@ pub struct Settings {
 
 fn one() -> u32 {
     1
+}
+
+impl Settings {
+    /// Messages a cell with a `payload`-byte payload runs: `messages`, fewer
+    /// when their payloads would exceed `payload_budget` (never fewer than one).
+    pub fn messages_for(&self, payload: usize) -> u64 {
+        match self.payload_budget {
+            Some(budget) if payload > 0 => self.messages.min((budget / payload as u64).max(1)),
+            _ => self.messages,
+        }
+    }
 }
 
 /// A spec that failed to load, naming the file and what is wrong in it.
@@ -167,6 +185,9 @@ impl Spec {
             }
             if s.sample_every == Some(0) {
                 return bad(&format!("{name}.sample_every"), "must be at least 1".into());
+            }
+            if s.payload_budget == Some(0) {
+                return bad(&format!("{name}.payload_budget"), "must be at least 1 byte".into());
             }
         }
         Ok(())
@@ -282,6 +303,18 @@ mod tests {
         let e =
             Spec::parse(&GOOD.replace("messages = 1000", "messages = 0"), Path::new("s.toml")).unwrap_err().to_string();
         assert!(e.contains("key `full.messages`"), "{e}");
+    }
+
+    #[test]
+    fn a_payload_budget_thins_only_the_payloads_that_exceed_it() {
+        let s = Spec::parse(&GOOD.replace("[quick]", "[quick]\npayload_budget = 640"), Path::new("s.toml")).unwrap();
+        let q = s.scale(Scale::Quick);
+        assert_eq!([0, 64, 65, 128, 1 << 16].map(|p| q.messages_for(p)), [10, 10, 9, 5, 1]);
+        assert_eq!(s.scale(Scale::Full).messages_for(1 << 16), 1000);
+        let e = Spec::parse(&GOOD.replace("[quick]", "[quick]\npayload_budget = 0"), Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `quick.payload_budget`"), "{e}");
     }
 
     #[test]
