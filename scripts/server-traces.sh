@@ -18,7 +18,7 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ] && [ "${ALLOW_DIRTY:-
     echo "server-traces: the tree has uncommitted changes; commit first (or ALLOW_DIRTY=1)" >&2
     exit 1
 fi
-cargo test --release --workspace --no-run
+cargo build --release --workspace
 # The dhat server, with full function paths in its frames (see variants.rs),
 # in its own target directory; run from a private copy so that no build can
 # replace it while it runs (its frames are read from disk at exit).

@@ -60,6 +60,19 @@ else
     echo "test: cargo-nextest not found; running the tests one binary at a time (cargo test)"
     cargo test --release --workspace
 fi
+# The main job builds with `cargo build` (scripts/quick.sh), which must
+# compile nothing the tests' build did not: a dev-dependency that turns on a
+# feature of a shared crate (proptest's `fork` did, through rustix and every
+# polars crate) makes each command compile it again after the other.
+# Nothing to compile, this takes a second.
+step "the main job's build within the tests' (cargo build compiles nothing)"
+build_log=$(cargo build --release --workspace 2>&1) || { echo "$build_log"; exit 1; }
+if grep -q '^ *Compiling' <<<"$build_log"; then
+    echo "$build_log" | grep '^ *Compiling'
+    echo "test: \`cargo build --release --workspace\` compiled the crates above after the tests' build;" \
+        "a dev-dependency changes a shared crate's features (cargo tree -e features -i CRATE shows which)" >&2
+    exit 1
+fi
 # The probe's per-variant tests need the allocator feature on; one at a time
 # because dhat and jemalloc are both global allocators. NOTE: features are
 # resolved over the workspace (`--workspace --test …`), as the build above

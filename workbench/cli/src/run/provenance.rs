@@ -140,7 +140,7 @@ pub fn check_self(root: &Path) -> anyhow::Result<()> {
     if probe::GIT_REVISION != rev {
         anyhow::bail!(
             "this workbench was built from revision {}, but the tree is at {rev}; rebuild it first \
-             (cargo test --release --workspace --no-run, as scripts/quick.sh does)",
+             (cargo build --release --workspace, as scripts/quick.sh does)",
             probe::GIT_REVISION
         );
     }
