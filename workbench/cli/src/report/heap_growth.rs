@@ -143,7 +143,7 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
     };
     let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
     let live = floor_label(heap_growth_lines(run, "live_bytes")?);
-    let n = run.manifest.spec.scale(run.manifest.scale).messages;
+    let n = tables::messages(run.manifest.spec.scale(run.manifest.scale), &run.manifest.spec.payloads);
     let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
     let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);
     let ymax =
@@ -151,7 +151,7 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
     let what = if name == "heap-growth" { "codecs in process" } else { "stacks over loopback" };
     let y_fmt = |v: &f64| if *v <= FLOOR { "0 B".into() } else { crate::fmt::si_bytes(*v) };
     let left = Chart {
-        title: format!("Allocated over {} round trips, {what}", crate::fmt::thousands(n)),
+        title: format!("Allocated over {n} round trips, {what}"),
         x_desc: "round trips (log)",
         y_desc: "cumulative bytes allocated (log)",
         x_log: true,
