@@ -4,9 +4,8 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables;
 use crate::report::tables::{
-    display_name, dist, mean, mean_stats, opt_bytes, opt_count, row, select, source_of, Table,
+    self, display_name, dist, mean, mean_stats, opt_bytes, opt_count, row, select, source_of, Table,
 };
 use anyhow::Result;
 use probe::registry;

@@ -4,9 +4,9 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables;
 use crate::report::tables::{
-    dash, display_name, floats, median, median_ratio, opt_count, ratio, row, select, source_of, stats, Cell, Table,
+    self, dash, display_name, floats, median, median_ratio, opt_count, ratio, row, select, source_of, stats, Cell,
+    Table,
 };
 use anyhow::Result;
 use polars::prelude::DataFrame;

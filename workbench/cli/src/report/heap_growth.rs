@@ -7,8 +7,9 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
-use crate::report::tables;
-use crate::report::tables::{display_name, median, opt_bytes, opt_count, row, select, source_of, steady_rate, Table};
+use crate::report::tables::{
+    self, display_name, median, opt_bytes, opt_count, row, select, source_of, steady_rate, Table,
+};
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};

@@ -4,8 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables;
-use crate::report::tables::{display_name, dist, mean, mean_stats, opt_bytes, row, select, source_of, Table};
+use crate::report::tables::{self, display_name, dist, mean, mean_stats, opt_bytes, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
