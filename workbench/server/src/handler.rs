@@ -54,8 +54,19 @@ fn answer(status: u32, body: impl Into<Vec<u8>>) -> Answer {
 
 /// The answer to an engine error. The caller's mistakes (SQL, names, limits)
 /// are 4xx with the engine's message; a storage failure is 500 with a
-/// message that names no path (the server's log has the whole error).
+/// message that names no path (the server's log has the whole error), but
+/// for a full disk, which is 507 and says so: the operator's to fix.
 fn failed(e: &Error) -> Answer {
+    if let Error::Io { source, .. } = e {
+        if source.kind() == std::io::ErrorKind::StorageFull {
+            eprintln!("storage error: {e}");
+            return answer(
+                protocol::INSUFFICIENT_STORAGE,
+                "not stored: no space left on the data directory's disk; nothing of this call was written, and \
+                 every insert acknowledged before it is kept",
+            );
+        }
+    }
     let status = match e {
         Error::Sql { .. }
         | Error::Parse(_)

@@ -43,6 +43,9 @@ pub const TOO_LARGE: u32 = 413;
 pub const UNPROCESSABLE: u32 = 422;
 /// The server is at `--max-connections`, or shutting down.
 pub const UNAVAILABLE: u32 = 503;
+/// The data directory's disk is full: the insert was not stored (nothing of
+/// it is visible), and every batch acknowledged before it is kept.
+pub const INSUFFICIENT_STORAGE: u32 = 507;
 
 /// The name a status is documented under, for messages.
 pub fn status_name(status: u32) -> &'static str {
@@ -58,6 +61,7 @@ pub fn status_name(status: u32) -> &'static str {
         TOO_MANY => "too many promises",
         INTERNAL => "internal error",
         UNAVAILABLE => "unavailable",
+        INSUFFICIENT_STORAGE => "disk full",
         _ => "unknown status",
     }
 }

@@ -168,6 +168,38 @@ fn limits_answer_408_413_and_inserts_are_checked() {
     s.stop().expect("the server stops cleanly");
 }
 
+/// A full disk (injected: `datastore::storage::failpoint`): the insert is
+/// 507 naming the cause and no path, nothing of it is visible, what was
+/// acknowledged before stays, and inserts are taken again once there is room.
+#[test]
+fn a_full_disk_answers_507_and_keeps_what_was_acknowledged() {
+    use datastore::storage::failpoint::{self, Action, Point};
+    let (d, s) = start("full-disk", Config::default());
+    let mut c = server::client::Client::connect(s.addr).unwrap();
+    let schema =
+        [("k".to_string(), datastore::ColumnType::UInt64), ("name".to_string(), datastore::ColumnType::String)];
+    let batch = |from: u64| datastore::Batch {
+        columns: vec![
+            datastore::ColumnData::U64((from..from + 100).collect()),
+            datastore::ColumnData::Str((from..from + 100).map(|i| format!("n{i}")).collect()),
+        ],
+    };
+    failpoint::arm(Point::WriteBlock, &d.0.join("kv"), 0, Action::Fail(std::io::ErrorKind::StorageFull));
+    let p = c.insert("kv", &schema, &batch(20_000)).unwrap();
+    let e = c.wait(p).err().unwrap().to_string();
+    assert!(e.starts_with("status 507 (disk full): not stored: no space left"), "{e}");
+    assert!(!e.contains(&d.0.display().to_string()), "no server path in the answer: {e}");
+    failpoint::disarm(&d.0.join("kv"));
+    let mut r = Raw::connect(s.addr);
+    let (st, _, body) = r.call(protocol::QUERY, 1, 0, b"SELECT count() FROM kv");
+    assert_eq!((st, rows(&body)), (200, vec![vec![Value::U(20_000)]]), "the failed batch is not visible");
+    let p = c.insert("kv", &schema, &batch(30_000)).unwrap();
+    c.wait(p).unwrap();
+    let (_, _, body) = r.call(protocol::QUERY, 2, 0, b"SELECT count() FROM kv");
+    assert_eq!(rows(&body), vec![vec![Value::U(20_100)]]);
+    s.stop().expect("the server stops cleanly");
+}
+
 #[test]
 fn oversized_truncated_and_stalled_frames_close_only_their_connection() {
     let cfg = Config { max_frame: 1 << 20, stall_timeout: Duration::from_millis(300), ..Config::default() };

@@ -9,9 +9,11 @@
 //!   background merger.
 //! - [`cache`]: decoded granules of small scans, under a byte budget.
 //! - [`name`]: table and column names are identifiers, never paths.
+//! - [`failpoint`]: named steps of the write paths where tests kill, hold or fail.
 
 pub mod cache;
 pub mod codec;
+pub mod failpoint;
 pub mod name;
 pub mod part;
 pub mod table;

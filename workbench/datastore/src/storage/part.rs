@@ -10,12 +10,14 @@
 //! - `part.json`: rows, granules, block range, level, sizes; written last.
 //!
 //! The writer builds the part in a `tmp_` directory, fsyncs every file and
-//! the directory, and renames it into place: a crash leaves either the whole
-//! part or a `tmp_` directory that the next open deletes.
+//! the directory, and renames it into place ([`Written::publish`]), then
+//! fsyncs the table directory: a crash leaves either the whole part or a
+//! `tmp_` directory that the next open deletes.
 
 use crate::error::{corrupt, IoPath, Result};
 use crate::storage::cache;
 use crate::storage::codec::{self, Codec};
+use crate::storage::failpoint::{self, Point};
 use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -63,6 +65,12 @@ pub struct PartMeta {
     pub rows: u64,
     pub granules: usize,
     pub columns: Vec<ColumnStats>,
+    /// The parts a merge combined (their directory names); empty for an
+    /// insert's part. On open, a part whose blocks this part's range
+    /// covers is deleted only if a source's range covers it too: a part
+    /// inside the range that no source held is rows the merge never read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl PartMeta {
@@ -82,7 +90,9 @@ enum Buf {
 }
 
 /// Streams sorted rows into a new part. Memory: one granule of rows, plus
-/// the LowCardinality dictionaries and the sparse index.
+/// the LowCardinality dictionaries and the sparse index. Dropped before
+/// [`Written::publish`] (a failed write), it deletes its `tmp_` directory,
+/// so a full disk gets its space back at once.
 pub struct PartWriter {
     schema: Arc<Schema>,
     table_dir: PathBuf,
@@ -137,6 +147,7 @@ impl PartWriter {
                 rows: 0,
                 granules: 0,
                 columns: vec![ColumnStats::default(); n],
+                sources: Vec::new(),
             },
             schema,
             table_dir: table_dir.to_path_buf(),
@@ -207,6 +218,7 @@ impl PartWriter {
                 }
             }
             let path = || self.tmp.join(format!("{}.bin", col.name));
+            failpoint::hit(Point::WriteBlock, &self.table_dir).at(&path())?;
             self.bins[c].write_all(&self.block).at(&path())?;
             self.marks[c].extend_from_slice(&self.offsets[c].to_le_bytes());
             self.marks[c].extend_from_slice(&0u64.to_le_bytes());
@@ -225,18 +237,24 @@ impl PartWriter {
         Ok(())
     }
 
-    /// Writes the remaining files, makes them durable and renames the part
-    /// into place. Returns its metadata. An empty part is not written.
-    pub fn finish(mut self) -> Result<Option<PartMeta>> {
+    /// The merge's input parts, recorded in the result's `part.json`.
+    pub fn set_sources(&mut self, sources: Vec<String>) {
+        self.meta.sources = sources;
+    }
+
+    /// Writes the remaining files and makes them durable, still under the
+    /// `tmp_` name: [`Written::publish`] renames the part into place. An
+    /// empty part is not written (`None`).
+    pub fn finish(mut self) -> Result<Option<Written>> {
         self.flush()?;
         if self.meta.rows == 0 {
-            std::fs::remove_dir_all(&self.tmp).at(&self.tmp)?;
             return Ok(None);
         }
         let mut index = std::mem::take(&mut self.index);
         index.push(std::mem::take(&mut self.last_key));
         let write = |name: String, bytes: &[u8]| -> Result<()> {
             let p = self.tmp.join(name);
+            failpoint::hit(Point::WriteBlock, &self.table_dir).at(&p)?;
             let mut f = File::create(&p).at(&p)?;
             f.write_all(bytes).at(&p)?;
             f.sync_all().at(&p)
@@ -253,10 +271,53 @@ impl PartWriter {
         write("primary.idx".into(), &serde_json::to_vec(&index).expect("values serialize"))?;
         write("part.json".into(), &serde_json::to_vec_pretty(&self.meta).expect("meta serializes"))?;
         sync_dir(&self.tmp)?;
-        let dest = self.table_dir.join(&self.meta.name);
-        std::fs::rename(&self.tmp, &dest).at(&dest)?;
+        let tmp = std::mem::take(&mut self.tmp);
+        Ok(Some(Written {
+            meta: self.meta.clone(),
+            dest: self.table_dir.join(&self.meta.name),
+            table_dir: self.table_dir.clone(),
+            tmp,
+        }))
+    }
+}
+
+impl Drop for PartWriter {
+    fn drop(&mut self) {
+        // `finish` takes the path; a writer dropped with it failed.
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// A part written and fsynced under its `tmp_` name, not yet in place.
+/// Dropped unpublished, it deletes itself.
+pub struct Written {
+    pub meta: PartMeta,
+    tmp: PathBuf,
+    dest: PathBuf,
+    table_dir: PathBuf,
+}
+
+impl Written {
+    /// Renames the part into place and makes the rename durable (the table
+    /// directory fsynced): from here a crash keeps it.
+    pub fn publish(mut self) -> Result<PartMeta> {
+        let tmp = std::mem::take(&mut self.tmp);
+        if let Err(e) = std::fs::rename(&tmp, &self.dest).at(&self.dest) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
         sync_dir(&self.table_dir)?;
-        Ok(Some(self.meta))
+        Ok(self.meta.clone())
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
     }
 }
 
@@ -290,13 +351,18 @@ pub struct Scratch {
 }
 
 impl Part {
+    /// The part's `part.json` alone.
+    pub fn read_meta(dir: &Path) -> Result<PartMeta> {
+        let p = dir.join("part.json");
+        serde_json::from_slice(&std::fs::read(&p).at(&p)?).map_err(|e| corrupt(&p, e.to_string()))
+    }
+
     pub fn open(schema: Arc<Schema>, dir: &Path) -> Result<Part> {
         let read = |name: &str| -> Result<Vec<u8>> {
             let p = dir.join(name);
             std::fs::read(&p).at(&p)
         };
-        let meta: PartMeta =
-            serde_json::from_slice(&read("part.json")?).map_err(|e| corrupt(&dir.join("part.json"), e.to_string()))?;
+        let meta = Part::read_meta(dir)?;
         let index: Vec<Vec<Value>> = serde_json::from_slice(&read("primary.idx")?)
             .map_err(|e| corrupt(&dir.join("primary.idx"), e.to_string()))?;
         if index.len() != meta.granules + 1 {

@@ -8,11 +8,31 @@
 //! place before the inputs are deleted; on open, parts covered by another
 //! part's block range (inputs of a merge that committed) and `tmp_`
 //! directories (writes that did not) are removed.
+//!
+//! # Crash consistency
+//! An insert is acknowledged only once its part is renamed into place and
+//! the table directory fsynced, and nothing later removes it but a merge
+//! that read it. Two rules keep that true:
+//! - A merge never spans a block number an insert has taken but not yet
+//!   made visible (the insert's block is *in flight* from when it is taken
+//!   until its part is published or its write fails): since a merge result
+//!   covers its whole block range, a part committed inside that range
+//!   afterwards would look like one of its inputs on the next open and be
+//!   deleted with its rows.
+//! - On open a covered part is deleted only if one of the covering part's
+//!   recorded sources ([`PartMeta::sources`]) covers it too, so a part that
+//!   no merge read is kept whatever its name says.
+//!
+//! Every step of an insert, a merge and an open has a
+//! [`failpoint`](crate::storage::failpoint) where the crash tests kill the
+//! process.
 
 use crate::error::{Error, IoPath, Result};
-use crate::storage::part::{Cursor, Part, PartMeta, PartWriter, Schema};
+use crate::storage::failpoint::{self, Point};
+use crate::storage::part::{Cursor, Part, PartMeta, PartWriter, Schema, GRANULE};
 use crate::types::{Batch, ColumnData, ColumnType};
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -25,9 +45,29 @@ pub struct Table {
     pub dir: PathBuf,
     /// Replaced whole on a change, so a query's snapshot is one `Arc` clone.
     parts: RwLock<Arc<Vec<Arc<Part>>>>,
-    next_block: Mutex<u64>,
+    blocks: Mutex<Blocks>,
     /// One merge at a time per table.
     merging: Mutex<()>,
+}
+
+/// Block numbers: the next to give out, and those taken by inserts whose
+/// parts are not yet visible (see the module docs: no merge spans one).
+struct Blocks {
+    next: u64,
+    in_flight: BTreeSet<u64>,
+}
+
+/// An insert's block while it is in flight; dropped (the part published,
+/// or the write failed) it is no longer.
+struct InFlight<'t> {
+    table: &'t Table,
+    block: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.table.blocks.lock().expect("block lock").in_flight.remove(&self.block);
+    }
 }
 
 fn table_err(schema: &Schema, what: impl Into<String>) -> Error {
@@ -76,15 +116,31 @@ impl Table {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with("tmp_") {
                 std::fs::remove_dir_all(entry.path()).at(&entry.path())?;
+                failpoint::hit(Point::OpenMidRemove, &dir).at(&entry.path())?;
             } else if let Some((min, max)) = parse_part_name(&name) {
                 found.push((min, max, entry.path()));
             }
         }
+        // What each merge result read: (its range, its sources' ranges).
+        let mut merged: Vec<((u64, u64), Vec<(u64, u64)>)> = Vec::new();
+        for (min, max, path) in &found {
+            if min != max {
+                let meta = Part::read_meta(path)?;
+                merged.push(((*min, *max), meta.sources.iter().filter_map(|s| parse_part_name(s)).collect()));
+            }
+        }
+        let inside = |(m, x): (u64, u64), (min, max): (u64, u64)| m <= min && max <= x && (m, x) != (min, max);
         let mut parts: Vec<Arc<Part>> = Vec::new();
         for (min, max, path) in &found {
-            let covered = found.iter().any(|(m, x, p)| p != path && m <= min && max <= x && (m, x) != (min, max));
-            if covered {
+            let me = (*min, *max);
+            // A part some merge read (a source's range holds it) is in that
+            // merge's result; one that only lies inside a result's range is not.
+            let read_by_a_merge = merged.iter().any(|(range, sources)| {
+                inside(*range, me) && (sources.is_empty() || sources.iter().any(|s| *s == me || inside(*s, me)))
+            });
+            if read_by_a_merge {
                 std::fs::remove_dir_all(path).at(path)?;
+                failpoint::hit(Point::OpenMidRemove, &dir).at(path)?;
             } else {
                 parts.push(Arc::new(Part::open(schema.clone(), path)?));
             }
@@ -95,7 +151,7 @@ impl Table {
             schema,
             dir,
             parts: RwLock::new(Arc::new(parts)),
-            next_block: Mutex::new(next),
+            blocks: Mutex::new(Blocks { next, in_flight: BTreeSet::new() }),
             merging: Mutex::new(()),
         })
     }
@@ -153,21 +209,75 @@ impl Table {
                 .unwrap_or(Ordering::Equal)
         });
         let block = {
-            let mut n = self.next_block.lock().expect("block lock");
-            *n += 1;
-            *n - 1
+            let mut b = self.blocks.lock().expect("block lock");
+            b.next += 1;
+            let block = b.next - 1;
+            b.in_flight.insert(block);
+            InFlight { table: self, block }
         };
-        let mut w = PartWriter::new(self.schema.clone(), &self.dir, block, block, 0)?;
+        failpoint::hit(Point::InsertBlockTaken, &self.dir).at(&self.dir)?;
+        let mut w = PartWriter::new(self.schema.clone(), &self.dir, block.block, block.block, 0)?;
         for &i in &perm {
             w.push_row(&batch.columns, i as usize)?;
         }
-        let Some(meta) = w.finish()? else { return Ok(None) };
+        let Some(written) = w.finish()? else { return Ok(None) };
+        failpoint::hit(Point::InsertPartWritten, &self.dir).at(&self.dir)?;
+        let meta = written.publish()?;
+        failpoint::hit(Point::InsertRenamed, &self.dir).at(&self.dir)?;
         let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
+        self.publish(part, &[]);
+        // NOTE: the block leaves the in-flight set only after its part is
+        // visible: a merge that reads the set, then the parts, sees it in one.
+        drop(block);
+        failpoint::hit(Point::InsertVisible, &self.dir).at(&self.dir)?;
+        Ok(Some(meta))
+    }
+
+    /// Makes `part` visible in place of `inputs`.
+    fn publish(&self, part: Arc<Part>, inputs: &[Arc<Part>]) {
         let mut guard = self.parts.write().expect("parts lock");
         let parts = Arc::make_mut(&mut guard);
+        parts.retain(|p| !inputs.iter().any(|i| Arc::ptr_eq(i, p)));
         parts.push(part);
         parts.sort_by_key(|p| p.meta.min_block);
-        Ok(Some(meta))
+    }
+
+    /// The merge to do next: up to [`MAX_MERGE`] consecutive visible parts
+    /// (the most, then the fewest rows) whose block range holds no block
+    /// in flight. Empty if none.
+    fn choose_merge(&self, min_parts: usize) -> Vec<Arc<Part>> {
+        // NOTE: the in-flight set before the parts (see `insert`).
+        let in_flight: Vec<u64> = self.blocks.lock().expect("block lock").in_flight.iter().copied().collect();
+        let parts = self.parts.read().expect("parts lock");
+        if parts.len() < min_parts.max(2) {
+            return Vec::new();
+        }
+        // Runs of consecutive parts with no block in flight between them.
+        let mut runs: Vec<&[Arc<Part>]> = Vec::new();
+        let mut start = 0;
+        for i in 1..=parts.len() {
+            let split = i == parts.len()
+                || in_flight.iter().any(|&b| parts[i - 1].meta.max_block < b && b < parts[i].meta.min_block);
+            if split {
+                runs.push(&parts[start..i]);
+                start = i;
+            }
+        }
+        let mut best: Option<(usize, u64, &[Arc<Part>])> = None;
+        for run in runs {
+            let n = run.len().min(MAX_MERGE);
+            if n < 2 {
+                continue;
+            }
+            // The smallest window: cheap merges first keep part counts low.
+            for w in run.windows(n) {
+                let rows: u64 = w.iter().map(|p| p.meta.rows).sum();
+                if best.is_none_or(|(bn, br, _)| n > bn || (n == bn && rows < br)) {
+                    best = Some((n, rows, w));
+                }
+            }
+        }
+        best.map_or_else(Vec::new, |(_, _, w)| w.to_vec())
     }
 
     /// Merges up to [`MAX_MERGE`] consecutive parts if at least `min_parts`
@@ -175,22 +285,16 @@ impl Table {
     /// On error the inputs stay in place and the table is unchanged.
     pub fn merge_once(&self, min_parts: usize) -> Result<Option<PartMeta>> {
         let _one = self.merging.lock().expect("merge lock");
-        let inputs: Vec<Arc<Part>> = {
-            let parts = self.parts.read().expect("parts lock");
-            if parts.len() < min_parts.max(2) {
-                return Ok(None);
-            }
-            // The smallest window: cheap merges first keep part counts low.
-            let n = parts.len().min(MAX_MERGE);
-            let best = (0..=parts.len() - n)
-                .min_by_key(|&i| parts[i..i + n].iter().map(|p| p.meta.rows).sum::<u64>())
-                .expect("a window");
-            parts[best..best + n].to_vec()
-        };
+        let inputs = self.choose_merge(min_parts);
+        if inputs.is_empty() {
+            return Ok(None);
+        }
+        failpoint::hit(Point::MergeChosen, &self.dir).at(&self.dir)?;
         let min = inputs.iter().map(|p| p.meta.min_block).min().expect("inputs");
         let max = inputs.iter().map(|p| p.meta.max_block).max().expect("inputs");
         let level = inputs.iter().map(|p| p.meta.level).max().expect("inputs") + 1;
         let mut w = PartWriter::new(self.schema.clone(), &self.dir, min, max, level)?;
+        w.set_sources(inputs.iter().map(|p| p.meta.name.clone()).collect());
         let mut cursors = Vec::new();
         for p in &inputs {
             if let Some(c) = Cursor::new(p.clone())? {
@@ -204,7 +308,12 @@ impl Table {
                 .find(|o| *o != Ordering::Equal)
                 .unwrap_or(Ordering::Equal)
         };
+        let mut rows = 0usize;
         while !cursors.is_empty() {
+            rows += 1;
+            if rows % GRANULE == 0 {
+                failpoint::hit(Point::MergeMidway, &self.dir).at(&self.dir)?;
+            }
             // PERF: at most MAX_MERGE inputs, so a linear scan beats a heap's bookkeeping.
             let mut best = 0;
             for i in 1..cursors.len() {
@@ -218,15 +327,12 @@ impl Table {
                 cursors.swap_remove(best);
             }
         }
-        let Some(meta) = w.finish()? else { return Ok(None) };
+        let Some(written) = w.finish()? else { return Ok(None) };
+        failpoint::hit(Point::MergeWritten, &self.dir).at(&self.dir)?;
+        let meta = written.publish()?;
+        failpoint::hit(Point::MergeRenamed, &self.dir).at(&self.dir)?;
         let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
-        {
-            let mut guard = self.parts.write().expect("parts lock");
-            let parts = Arc::make_mut(&mut guard);
-            parts.retain(|p| !inputs.iter().any(|i| Arc::ptr_eq(i, p)));
-            parts.push(part);
-            parts.sort_by_key(|p| p.meta.min_block);
-        }
+        self.publish(part, &inputs);
         // NOTE: queries holding an input keep its files open; deleting the
         // directory only unlinks the names. Renaming first makes the removal
         // atomic as far as `open` is concerned (it deletes `tmp_` leftovers).
@@ -235,6 +341,7 @@ impl Table {
             let doomed = self.dir.join(format!("tmp_delete_{name}"));
             std::fs::rename(&p.dir, &doomed).at(&p.dir)?;
             std::fs::remove_dir_all(&doomed).at(&doomed)?;
+            failpoint::hit(Point::MergeMidDelete, &self.dir).at(&doomed)?;
         }
         Ok(Some(meta))
     }
