@@ -27,6 +27,26 @@ pub enum Error {
     /// `limit` names the constant, `max` its value.
     #[error("SQL: {what} exceeds the limit of {max} (datastore::sql::limits::{limit})")]
     SqlLimit { what: String, max: usize, limit: &'static str },
+    /// A query's working memory would pass its own budget or the server's
+    /// total ([`crate::exec::memory`]): `wanted` is what the budget would hold.
+    #[error("query stopped: its working memory would bring the {} memory budget to {wanted} bytes, past its limit of {limit} bytes", scope.name())]
+    MemoryLimit { scope: MemoryScope, limit: usize, wanted: usize },
+}
+
+/// Whose memory budget a query passed: its own, or the server's total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryScope {
+    Query,
+    Server,
+}
+
+impl MemoryScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryScope::Query => "query",
+            MemoryScope::Server => "server",
+        }
+    }
 }
 
 impl Error {

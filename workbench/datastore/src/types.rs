@@ -90,6 +90,14 @@ pub enum Value {
 }
 
 impl Value {
+    /// Heap bytes the value owns (a string's text).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::S(s) => s.capacity(),
+            _ => 0,
+        }
+    }
+
     /// A total order across numeric kinds (ints compared exactly, floats by
     /// `total_cmp`), strings after numbers, NULL first.
     pub fn total_cmp(&self, other: &Value) -> Ordering {
@@ -182,6 +190,19 @@ pub enum ColumnData {
 }
 
 impl ColumnData {
+    /// Heap bytes of the values held (a shared dictionary is its part's, not counted).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            ColumnData::U64(v) => v.capacity() * 8,
+            ColumnData::I64(v) => v.capacity() * 8,
+            ColumnData::F64(v) => v.capacity() * 8,
+            ColumnData::Str(v) => {
+                v.capacity() * std::mem::size_of::<String>() + v.iter().map(String::capacity).sum::<usize>()
+            }
+            ColumnData::Dict { keys, .. } => keys.capacity() * 4,
+        }
+    }
+
     pub fn empty_for(t: ColumnType) -> ColumnData {
         match t {
             ColumnType::Float64 => ColumnData::F64(Vec::new()),
@@ -274,6 +295,8 @@ pub struct StringIds {
     ids: std::collections::HashMap<String, u32, foldhash::fast::RandomState>,
     /// The strings, by id.
     pub strings: Vec<String>,
+    /// Bytes of the strings' text (each held twice: in `ids` and `strings`).
+    text: usize,
 }
 
 impl StringIds {
@@ -285,7 +308,16 @@ impl StringIds {
         let i = self.strings.len() as u32;
         self.ids.insert(s.to_string(), i);
         self.strings.push(s.to_string());
+        self.text += s.len();
         i
+    }
+
+    /// Heap bytes held (a query's interned strings count against its memory budget).
+    pub fn heap_bytes(&self) -> usize {
+        let buckets = if self.ids.capacity() == 0 { 0 } else { (self.ids.capacity() * 8 / 7).next_power_of_two() };
+        buckets * (std::mem::size_of::<(String, u32)>() + 1)
+            + self.strings.capacity() * std::mem::size_of::<String>()
+            + 2 * self.text
     }
 }
 

@@ -17,7 +17,7 @@ fn chain_db(tag: &str) -> Db {
 }
 
 fn limits() -> Limits {
-    Limits { deadline: None, deadline_ms: 0, max_rows: Some(1000), threads: 1 }
+    Limits { deadline: None, deadline_ms: 0, max_rows: Some(1000), threads: 1, memory: None }
 }
 
 #[test]

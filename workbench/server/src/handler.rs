@@ -1,14 +1,15 @@
 //! What each method does against the engine; runs on a worker thread.
 
-use crate::budget::Budget;
+use crate::budget::{Budget, Refused};
 use crate::limits::Config;
 use crate::protocol::{self, ColumnsView, ColumnsWriter};
 use crate::work::{Answer, Prev, Work};
+use datastore::exec::memory::{Scope, Tracker};
 use datastore::storage::table::Merger;
 use datastore::{ColumnType, Db, Error, Limits, Output, Value};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use zap::frame::BufPool;
 use zap::Builder;
@@ -20,6 +21,9 @@ pub struct Scratch {
     writer: ColumnsWriter,
     builder: Builder,
     bodies: Vec<Vec<u8>>,
+    /// This worker's query memory budget, made once: a query's accounts
+    /// give back all they charged when it ends, so the next one starts at 0.
+    memory: Option<Arc<Tracker>>,
 }
 
 /// A query of a run: its SQL is `text[sql]`.
@@ -55,8 +59,28 @@ fn answer(status: u32, body: impl Into<Vec<u8>>) -> Answer {
 /// The answer to an engine error. The caller's mistakes (SQL, names, limits)
 /// are 4xx with the engine's message; a storage failure is 500 with a
 /// message that names no path (the server's log has the whole error), but
-/// for a full disk, which is 507 and says so: the operator's to fix.
+/// for a full disk, which is 507 and says so: the operator's to fix. A
+/// query past its memory budget is 413 (the query is too large for it);
+/// past the server's total, 503 (others hold it: try again).
 fn failed(e: &Error) -> Answer {
+    if let Error::MemoryLimit { scope, limit, wanted } = e {
+        return match scope {
+            Scope::Query => answer(
+                protocol::TOO_LARGE,
+                format!(
+                    "query stopped: its working memory would reach {wanted} bytes, past the query memory limit of \
+                     {limit} bytes (--max-query-memory)"
+                ),
+            ),
+            Scope::Server => answer(
+                protocol::UNAVAILABLE,
+                format!(
+                    "query refused: the server's memory budget of {limit} bytes (--max-server-memory) is held by \
+                     other queries and answers; try again"
+                ),
+            ),
+        };
+    }
     if let Error::Io { source, .. } = e {
         if source.kind() == std::io::ErrorKind::StorageFull {
             eprintln!("storage error: {e}");
@@ -75,6 +99,7 @@ fn failed(e: &Error) -> Answer {
         | Error::Name { .. }
         | Error::SqlLimit { .. } => protocol::UNPROCESSABLE,
         Error::Deadline { .. } => protocol::TIMEOUT,
+        Error::MemoryLimit { .. } => unreachable!("answered above"),
         Error::ResultTooLarge { .. } => protocol::TOO_LARGE,
         Error::Io { .. } | Error::Corrupt { .. } => protocol::INTERNAL,
     };
@@ -91,7 +116,7 @@ impl Handler {
             db,
             mergers: Mutex::new(HashMap::new()),
             bodies: Mutex::new(BufPool::new(BODIES, BODY_CAPACITY)),
-            budget: Budget::new(cfg.answer_budget),
+            budget: Budget::new(cfg.answer_budget, Tracker::server(cfg.max_server_memory)),
             cfg,
         }
     }
@@ -178,11 +203,15 @@ impl Handler {
         }
         let bound = prev.map(|v| [("$prev", v)]);
         let params: &[(&str, Value)] = bound.as_ref().map_or(&[], |b| b);
+        let memory = s
+            .memory
+            .get_or_insert_with(|| Tracker::query(self.cfg.max_query_memory, Some(self.budget.server().clone())));
         let limits = Limits {
             deadline: Some(Instant::now() + self.cfg.query_timeout),
             deadline_ms: self.cfg.query_timeout.as_millis() as u64,
             max_rows: Some(self.cfg.max_result_rows),
             threads: self.cfg.query_threads,
+            memory: Some(memory.clone()),
         };
         let select = match kept.take() {
             Some((at, b)) if at == call.sql => b.rebind(params),
@@ -244,13 +273,21 @@ impl Handler {
                         );
                         return answer(protocol::TOO_MANY, why);
                     }
-                    Some(_) if !self.budget.try_reserve(need) => {
-                        let why = format!(
-                            "answer of {} bytes refused: the server's answer budget of {} bytes (--answer-budget) \
-                             is held by other answers; try again",
-                            msg.len(),
-                            self.budget.max()
-                        );
+                    Some(_) if let Err(refused) = self.budget.try_reserve(need) => {
+                        let why = match refused {
+                            Refused::Answers => format!(
+                                "answer of {} bytes refused: the server's answer budget of {} bytes (--answer-budget) \
+                                 is held by other answers; try again",
+                                msg.len(),
+                                self.budget.max()
+                            ),
+                            Refused::Server => format!(
+                                "answer of {} bytes refused: the server's memory budget of {} bytes \
+                                 (--max-server-memory) is held by queries and answers; try again",
+                                msg.len(),
+                                self.budget.server().limit()
+                            ),
+                        };
                         return answer(protocol::UNAVAILABLE, why);
                     }
                     Some(room) => {

@@ -11,8 +11,17 @@ pub struct Config {
     pub max_frame: usize,
     /// Answers a connection may hold before `finish` (429 beyond).
     pub max_promises: usize,
-    /// Result rows (or groups while aggregating) of one query (413 beyond).
+    /// Result rows of one query's answer (413 beyond). Not the groups or
+    /// rows a query holds on the way: those are `max_query_memory`'s.
     pub max_result_rows: usize,
+    /// Bytes of working memory one query may hold (hash tables, aggregate
+    /// states, sort buffers, decoded granules): past it the query stops
+    /// with 413 naming the limit.
+    pub max_query_memory: usize,
+    /// Bytes the server holds for every query's working memory and every
+    /// answer (held and queued) together: work that would pass it is
+    /// refused with 503 naming the limit, the rest served.
+    pub max_server_memory: usize,
     /// Time one query may run (408 beyond).
     pub query_timeout: Duration,
     /// How long a peer may stall in the middle of a frame before it is closed.
@@ -57,6 +66,15 @@ impl Default for Config {
             // max_result_rows = 1,000,000: a plain SELECT of a 10M-row table is
             // refused instead of building a 100 MB answer.
             max_result_rows: 1_000_000,
+            // max_query_memory = 1 GiB: a GROUP BY over every id of the
+            // paper's 10M-row table (10M groups: their keys, map and
+            // counts, ≈ 0.6 GB charged) is answered, as ClickHouse answers
+            // it; a query that would hold more than 1 GiB is stopped.
+            max_query_memory: 1 << 30,
+            // max_server_memory = 2 GiB: two such queries at once, or one
+            // and the whole answer budget, on a machine of 24 GiB; one
+            // greedy client cannot take the process past it.
+            max_server_memory: 2 << 30,
             query_timeout: Duration::from_secs(30),
             stall_timeout: Duration::from_secs(10),
             workers,

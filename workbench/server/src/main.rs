@@ -43,6 +43,12 @@ enum Cmd {
         max_result_rows: usize,
         #[arg(long, default_value_t = Config::default().max_frame)]
         max_frame: usize,
+        /// Bytes of working memory one query may hold (413 beyond).
+        #[arg(long, default_value_t = Config::default().max_query_memory)]
+        max_query_memory: usize,
+        /// Bytes every query's working memory and every answer hold together (503 beyond).
+        #[arg(long, default_value_t = Config::default().max_server_memory)]
+        max_server_memory: usize,
         /// Bytes of answers the server holds and queues, over every connection (503 beyond).
         #[arg(long, default_value_t = Config::default().answer_budget)]
         answer_budget: usize,
@@ -86,6 +92,8 @@ fn main() -> Result<()> {
             stall_timeout_ms,
             max_result_rows,
             max_frame,
+            max_query_memory,
+            max_server_memory,
             answer_budget,
             conn_answer_budget,
             write_timeout_ms,
@@ -109,6 +117,8 @@ fn main() -> Result<()> {
                 max_connections,
                 max_frame,
                 max_result_rows,
+                max_query_memory,
+                max_server_memory,
                 query_timeout: Duration::from_millis(query_timeout_ms),
                 stall_timeout: Duration::from_millis(stall_timeout_ms),
                 workers,

@@ -200,6 +200,48 @@ fn a_full_disk_answers_507_and_keeps_what_was_acknowledged() {
     s.stop().expect("the server stops cleanly");
 }
 
+/// Memory budgets: a GROUP BY of 20,000 groups past the query's budget is
+/// 413 naming `--max-query-memory`; past the server's total (which the
+/// answers count against too) 503 naming `--max-server-memory`; a small
+/// query beside it is answered; a GROUP BY whose groups pass the result-row
+/// limit but whose answer does not is answered.
+#[test]
+fn memory_budgets_answer_413_and_503_and_others_are_served() {
+    let group_by = b"SELECT k, count() FROM kv GROUP BY k ORDER BY k DESC LIMIT 3";
+    let cfg = Config { max_query_memory: 64 << 10, max_result_rows: 100, ..Config::default() };
+    let (_d, s) = start("query-memory", cfg);
+    let mut r = Raw::connect(s.addr);
+    let (st, _, body) = r.call(protocol::QUERY, 1, 0, group_by);
+    assert_eq!(st, protocol::TOO_LARGE, "{}", text(&body));
+    assert!(
+        text(&body).ends_with("past the query memory limit of 65536 bytes (--max-query-memory)"),
+        "{}",
+        text(&body)
+    );
+    let (st, _, body) = r.call(protocol::QUERY, 2, 0, b"SELECT count() FROM kv");
+    assert_eq!((st, rows(&body)), (200, vec![vec![Value::U(20_000)]]));
+    s.stop().expect("the server stops cleanly");
+
+    let cfg = Config { max_server_memory: 300 << 10, max_result_rows: 100, ..Config::default() };
+    let (_d, s) = start("server-memory", cfg);
+    let mut r = Raw::connect(s.addr);
+    let (st, _, body) = r.call(protocol::QUERY, 1, 0, group_by);
+    assert_eq!(st, protocol::UNAVAILABLE, "{}", text(&body));
+    assert!(text(&body).contains("memory budget of 307200 bytes (--max-server-memory)"), "{}", text(&body));
+    let (st, _, body) = r.call(protocol::QUERY, 2, 0, b"SELECT count() FROM kv");
+    assert_eq!(st, 200, "others are served: {}", text(&body));
+    assert_eq!(rows(&body), vec![vec![Value::U(20_000)]]);
+    s.stop().expect("the server stops cleanly");
+
+    let (_d, s) = start("group-rows", Config { max_result_rows: 100, ..Config::default() });
+    let mut r = Raw::connect(s.addr);
+    let (st, _, body) = r.call(protocol::QUERY, 1, 0, group_by);
+    assert_eq!(st, 200, "20,000 groups inside, 3 rows out: {}", text(&body));
+    let want: Vec<Vec<Value>> = (0..3).map(|i| vec![Value::U(19_999 - i), Value::U(1)]).collect();
+    assert_eq!(rows(&body), want);
+    s.stop().expect("the server stops cleanly");
+}
+
 #[test]
 fn oversized_truncated_and_stalled_frames_close_only_their_connection() {
     let cfg = Config { max_frame: 1 << 20, stall_timeout: Duration::from_millis(300), ..Config::default() };

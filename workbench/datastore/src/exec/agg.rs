@@ -8,6 +8,7 @@
 use super::group::{
     column_keys, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner, Rows, ABSENT,
 };
+use super::memory::{map_bytes, vec_bytes, vec_growth};
 use super::quantile::{Quant, Refine, Resolved};
 use super::query::{Agg, Item, Select};
 use crate::storage::part::Schema;
@@ -117,6 +118,38 @@ impl Acc {
         }
     }
 
+    /// Heap bytes of the per-group columns (a set's or a buffer's own
+    /// contents are counted as they change: [`Partial::state`]).
+    fn fixed_bytes(&self) -> usize {
+        self.vecs(&|b, _| b, 0)
+    }
+
+    /// What the per-group columns allocate when `more` groups are added.
+    fn growth(&self, more: usize) -> usize {
+        self.vecs(&|_, g| g, more)
+    }
+
+    /// `f(bytes, growth by more)` summed over the state's vectors.
+    fn vecs(&self, f: &dyn Fn(usize, usize) -> usize, more: usize) -> usize {
+        fn one<T>(v: &Vec<T>, f: &dyn Fn(usize, usize) -> usize, more: usize) -> usize {
+            f(vec_bytes(v), vec_growth(v, more))
+        }
+        match self {
+            Acc::Count(v) => one(v, f, more),
+            Acc::SumU(v) => one(v, f, more),
+            Acc::SumI(v) => one(v, f, more),
+            Acc::SumF(v) => one(v, f, more),
+            Acc::Avg(s, c) => one(s, f, more) + one(c, f, more),
+            Acc::ExtU(v, _) => one(v, f, more),
+            Acc::ExtI(v, _) => one(v, f, more),
+            Acc::ExtF(v, _) => one(v, f, more),
+            Acc::ExtS(v, _) => one(v, f, more),
+            Acc::Quantile(v) => one(v, f, more),
+            Acc::Uniq(v) => one(v, f, more),
+            Acc::Done(v) => one(v, f, more),
+        }
+    }
+
     /// A state that never outgrows one value a group (no set, no buffer of
     /// values), so a kept one costs a few bytes: see [`Spare`].
     fn fixed(&self) -> bool {
@@ -164,7 +197,9 @@ impl Acc {
         }
     }
 
-    fn update(&mut self, col: Option<&ColumnData>, rows: Rows, group: Group, uniq_keys: &[u64], sorted: bool) {
+    /// Folds the rows in; returns the change in bytes of the per-group
+    /// states' own contents (sets, value buffers, strings).
+    fn update(&mut self, col: Option<&ColumnData>, rows: Rows, group: Group, uniq_keys: &[u64], sorted: bool) -> isize {
         let col = || col.expect("the aggregate's column");
         fn ext<T: Copy>(slot: &mut Option<T>, x: T, max: bool, cmp: impl Fn(&T, &T) -> Ordering) {
             let want = if max { Ordering::Greater } else { Ordering::Less };
@@ -176,11 +211,18 @@ impl Acc {
         // instead of a read-modify-write of the group's slot per row.
         if let Group::One(g) = group {
             match self {
-                Acc::Count(c) => return c[g] += rows.len() as u64,
-                Acc::SumF(s) => return s[g] += sum_f64(col(), rows),
+                Acc::Count(c) => {
+                    c[g] += rows.len() as u64;
+                    return 0;
+                }
+                Acc::SumF(s) => {
+                    s[g] += sum_f64(col(), rows);
+                    return 0;
+                }
                 Acc::Avg(s, n) => {
                     s[g] += sum_f64(col(), rows);
-                    return n[g] += rows.len() as u64;
+                    n[g] += rows.len() as u64;
+                    return 0;
                 }
                 Acc::ExtF(e, max) => {
                     if let ColumnData::F64(v) = col() {
@@ -188,7 +230,7 @@ impl Acc {
                             ext(&mut e[g], x, *max, f64::total_cmp)
                         }
                     }
-                    return;
+                    return 0;
                 }
                 Acc::ExtU(e, max) => {
                     if let ColumnData::U64(v) = col() {
@@ -196,7 +238,7 @@ impl Acc {
                             ext(&mut e[g], x, *max, u64::cmp)
                         }
                     }
-                    return;
+                    return 0;
                 }
                 Acc::ExtI(e, max) => {
                     if let ColumnData::I64(v) = col() {
@@ -204,11 +246,13 @@ impl Acc {
                             ext(&mut e[g], x, *max, i64::cmp)
                         }
                     }
-                    return;
+                    return 0;
                 }
                 Acc::Quantile(q) => {
                     let q = &mut q[g];
-                    return each_f64(col(), rows, Group::One(0), |_, x| q.push(x));
+                    let before = q.heap_bytes();
+                    each_f64(col(), rows, Group::One(0), |_, x| q.push(x));
+                    return q.heap_bytes() as isize - before as isize;
                 }
                 _ => {}
             }
@@ -248,28 +292,51 @@ impl Acc {
             Acc::ExtS(e, max) => {
                 let c = col();
                 let want = if *max { Ordering::Greater } else { Ordering::Less };
+                let mut delta = 0isize;
                 each(rows, group, |g, i| {
                     let s = c.str_at(i).expect("a string column");
                     if e[g].as_deref().is_none_or(|cur| s.cmp(cur) == want) {
+                        let old = e[g].as_ref().map_or(0, String::capacity);
+                        delta += s.len() as isize - old as isize;
                         e[g] = Some(s.to_string())
                     }
-                })
+                });
+                return delta;
             }
-            Acc::Quantile(q) => each_f64(col(), rows, group, |g, x| q[g].push(x)),
+            Acc::Quantile(q) => {
+                let mut delta = 0isize;
+                each_f64(col(), rows, group, |g, x| {
+                    let q = &mut q[g];
+                    let (cap, spilled) = (q.values.capacity(), q.hist.is_some());
+                    q.push(x);
+                    if q.values.capacity() != cap || q.hist.is_some() != spilled {
+                        delta += q.heap_bytes() as isize - Quant::bytes_of(cap, spilled) as isize;
+                    }
+                });
+                return delta;
+            }
             Acc::Uniq(u) => {
-                let mut j = 0;
+                let (mut j, mut delta) = (0, 0isize);
                 each(rows, group, |g, _| {
-                    u[g].insert(uniq_keys[j]);
-                    j += 1
-                })
+                    let set = &mut u[g];
+                    let cap = set.capacity();
+                    set.insert(uniq_keys[j]);
+                    j += 1;
+                    if set.capacity() != cap {
+                        delta += map_bytes(set.capacity(), 8) as isize - map_bytes(cap, 8) as isize;
+                    }
+                });
+                return delta;
             }
             Acc::Done(_) => unreachable!("resolved after the scan"),
         }
+        0
     }
 
     /// Moves `other`'s group `from` into this one's group `to`; `remap`
     /// translates `other`'s interned string ids (for uniqExact on strings).
-    fn merge(&mut self, to: usize, other: &mut Acc, from: usize, remap: &mut dyn FnMut(u64) -> u64) {
+    /// Returns the change in bytes of this state's own contents.
+    fn merge(&mut self, to: usize, other: &mut Acc, from: usize, remap: &mut dyn FnMut(u64) -> u64) -> isize {
         fn ext<T>(a: &mut Option<T>, b: Option<T>, max: bool, cmp: impl Fn(&T, &T) -> Ordering) {
             let want = if max { Ordering::Greater } else { Ordering::Less };
             if let Some(b) = b {
@@ -290,11 +357,24 @@ impl Acc {
             (Acc::ExtU(a, max), Acc::ExtU(b, _)) => ext(&mut a[to], b[from], *max, u64::cmp),
             (Acc::ExtI(a, max), Acc::ExtI(b, _)) => ext(&mut a[to], b[from], *max, i64::cmp),
             (Acc::ExtF(a, max), Acc::ExtF(b, _)) => ext(&mut a[to], b[from], *max, f64::total_cmp),
-            (Acc::ExtS(a, max), Acc::ExtS(b, _)) => ext(&mut a[to], b[from].take(), *max, String::cmp),
-            (Acc::Quantile(a), Acc::Quantile(b)) => a[to].merge(std::mem::take(&mut b[from])),
-            (Acc::Uniq(a), Acc::Uniq(b)) => a[to].extend(std::mem::take(&mut b[from]).into_iter().map(remap)),
+            (Acc::ExtS(a, max), Acc::ExtS(b, _)) => {
+                let before = a[to].as_ref().map_or(0, String::capacity);
+                ext(&mut a[to], b[from].take(), *max, String::cmp);
+                return a[to].as_ref().map_or(0, String::capacity) as isize - before as isize;
+            }
+            (Acc::Quantile(a), Acc::Quantile(b)) => {
+                let before = a[to].heap_bytes();
+                a[to].merge(std::mem::take(&mut b[from]));
+                return a[to].heap_bytes() as isize - before as isize;
+            }
+            (Acc::Uniq(a), Acc::Uniq(b)) => {
+                let before = a[to].capacity();
+                a[to].extend(std::mem::take(&mut b[from]).into_iter().map(remap));
+                return map_bytes(a[to].capacity(), 8) as isize - map_bytes(before, 8) as isize;
+            }
             _ => unreachable!("partials of one plan have the same aggregates"),
         }
+        0
     }
 
     fn value(&self, g: usize) -> Value {
@@ -321,6 +401,9 @@ impl Acc {
 pub(super) struct Partial {
     groups: Groups,
     accs: Vec<Acc>,
+    /// Per aggregate, the bytes its per-group states hold beyond their
+    /// slots (sets, value buffers, strings), kept up to date as they change.
+    state: Vec<usize>,
     interner: Interner,
     // Per-granule buffers, reused.
     keycols: Vec<Vec<u64>>,
@@ -335,6 +418,7 @@ impl Partial {
         let mut p = Partial {
             groups: Groups::new(q.group_by.len()),
             accs: aggs.iter().map(|a| Acc::new(a, schema)).collect(),
+            state: vec![0; aggs.len()],
             interner: Interner::default(),
             keycols: vec![Vec::new(); q.group_by.len()],
             gids: Vec::new(),
@@ -348,6 +432,27 @@ impl Partial {
 
     pub fn groups(&self) -> usize {
         self.groups.len()
+    }
+
+    /// Heap bytes held: groups, states, interned strings, granule buffers.
+    pub fn heap_bytes(&self) -> usize {
+        self.groups.heap_bytes()
+            + self.interner.heap_bytes()
+            + self.accs.iter().map(Acc::fixed_bytes).sum::<usize>()
+            + self.state.iter().sum::<usize>()
+            + self.keycols.iter().map(vec_bytes).sum::<usize>()
+            + vec_bytes(&self.gids)
+            + vec_bytes(&self.uniq)
+            + vec_bytes(&self.buf)
+    }
+
+    /// The most that `rows` more rows (as many new groups at most) can
+    /// allocate in the group maps and the per-group columns (see
+    /// [`super::memory`] for what is not foreseen).
+    pub fn headroom(&self, rows: usize) -> usize {
+        // Without GROUP BY there is one group, whatever the rows.
+        let more = if self.groups.width == 0 { 0 } else { rows };
+        self.groups.headroom(more) + self.accs.iter().map(|a| a.growth(more)).sum::<usize>()
     }
 
     /// A scalar aggregate (no GROUP BY) of fixed-size states: all it holds
@@ -379,13 +484,14 @@ impl Partial {
             Batch::Many => Group::Many(&self.gids),
         };
         let n = self.groups.len();
-        for (a, acc) in aggs.iter().zip(&mut self.accs) {
+        for ((a, acc), state) in aggs.iter().zip(&mut self.accs).zip(&mut self.state) {
             acc.grow(n);
             let col = a.column().map(|c| &*cols[c]);
             if let (Agg::UniqExact(c), Acc::Uniq(_)) = (a, &acc) {
                 column_keys(&cols[*c], rows, &mut self.interner, &mut self.uniq);
             }
-            acc.update(col, rows, group, &self.uniq, sorted.is_some() && a.column() == sorted);
+            let delta = acc.update(col, rows, group, &self.uniq, sorted.is_some() && a.column() == sorted);
+            *state = state.saturating_add_signed(delta);
         }
     }
 
@@ -406,7 +512,8 @@ impl Partial {
             for (i, (a, b)) in self.accs.iter_mut().zip(&mut other.accs).enumerate() {
                 a.grow(n);
                 let mut remap = |k: u64| if uniq_strings[i] { mine.id(theirs.string(k)) as u64 } else { k };
-                a.merge(to, b, g, &mut remap);
+                let delta = a.merge(to, b, g, &mut remap);
+                self.state[i] = self.state[i].saturating_add_signed(delta);
             }
         }
     }
@@ -427,6 +534,7 @@ impl Partial {
                 }
             }
             *acc = Acc::Done(done);
+            self.state[i] = 0;
             if !refs.is_empty() {
                 pending.push(Pending::new(i, *col, refs, self.groups.len()));
             }
@@ -481,6 +589,16 @@ impl Partial {
 
     pub fn lookup_scratch(&self) -> LookupScratch {
         LookupScratch { interner: self.interner.clone(), keycols: Vec::new(), gids: Vec::new(), buf: Vec::new() }
+    }
+
+    /// Heap bytes [`Partial::rows`] allocates: with an ORDER BY, a sort key
+    /// per group and key and a group id each; the rows returned.
+    pub fn rows_bytes(&self, q: &Select) -> usize {
+        let n = self.groups.len();
+        let value = std::mem::size_of::<Value>();
+        let sort = if q.order_by.is_empty() { 0 } else { n * (q.order_by.len() * value + 4) };
+        let out = q.limit.map_or(n, |l| (l as usize).min(n));
+        sort + out * (q.items.len() * value + std::mem::size_of::<Vec<Value>>())
     }
 
     /// One output row per group (ORDER BY and LIMIT applied over group ids,
@@ -586,6 +704,11 @@ impl Pending {
         Pending { acc, col, targets, refs }
     }
 
+    /// Heap bytes one worker holds for this aggregate during the pass.
+    pub fn pass_bytes(&self) -> usize {
+        vec_bytes(&self.targets) + self.refs.iter().map(|(_, r)| r.pass_bytes()).sum::<usize>()
+    }
+
     pub fn start(&self) -> Kept {
         Kept(self.refs.iter().map(|(_, r)| (Vec::new(), (!r.collects()).then(Refine::empty_hist))).collect())
     }
@@ -659,6 +782,7 @@ impl Spare {
                     a.clear();
                     a.grow(1)
                 });
+                p.state.iter_mut().for_each(|s| *s = 0);
                 p
             }
             None => Box::new(Partial::new(q, aggs, schema)),

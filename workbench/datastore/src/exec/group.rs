@@ -6,6 +6,7 @@
 //! Also the iteration every aggregate loop shares: rows ([`Rows`]) paired
 //! with their group ([`Group`]).
 
+use super::memory::{map_bytes, map_growth, vec_grown};
 use crate::types::{ColumnData, ColumnType, StringIds, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -100,6 +101,13 @@ impl Interner {
         &self.strings.strings[id as usize]
     }
 
+    /// Heap bytes held: the strings and, per part dictionary, its ids.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.strings.heap_bytes()
+            + self.dicts.capacity() * std::mem::size_of::<(Arc<Vec<String>>, Vec<u32>)>()
+            + self.dicts.iter().map(|(_, ids)| ids.capacity() * 4).sum::<usize>()
+    }
+
     pub(super) fn dict_slot(&mut self, dict: &Arc<Vec<String>>) -> usize {
         if let Some(i) = self.dicts.iter().position(|(d, _)| Arc::ptr_eq(d, dict)) {
             return i;
@@ -183,6 +191,32 @@ impl Groups {
 
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Heap bytes held, by capacity (`multi`'s keys are boxed, one each).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * 8
+            + self.dense.capacity() * 4
+            + map_bytes(self.hash1.capacity(), 16)
+            + map_bytes(self.multi.capacity(), 24)
+            + self.multi.len() * self.width * 8
+    }
+
+    /// The most that `rows` new groups can allocate beyond
+    /// [`Groups::heap_bytes`]: each structure that would grow, at its next
+    /// size (a table being rehashed and a vector being moved live beside
+    /// their old selves).
+    pub(super) fn headroom(&self, rows: usize) -> usize {
+        if self.width == 0 {
+            return 0;
+        }
+        let keys = vec_grown(self.keys.len(), self.keys.capacity(), rows * self.width);
+        let keys = if keys > self.keys.capacity() { keys * 8 } else { 0 };
+        if self.width > 1 {
+            return keys + map_growth(self.multi.len(), self.multi.capacity(), rows, 24) + rows * self.width * 8;
+        }
+        let dense = (2 * self.dense.capacity()).clamp(rows, DENSE as usize) * 4;
+        keys + dense + map_growth(self.hash1.len(), self.hash1.capacity(), rows, 16)
     }
 
     pub(super) fn key(&self, g: usize) -> &[u64] {

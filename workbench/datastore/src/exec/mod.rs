@@ -25,7 +25,9 @@
 //! bounded granule cache for small scans), the group states
 //! (one slot per group and aggregate), and for `quantile` at most 256 KiB
 //! per group ([`quantile`]: exact, by radix selection over extra passes);
-//! a plain `ORDER BY … LIMIT k` keeps a heap of k rows.
+//! a plain `ORDER BY … LIMIT k` keeps a heap of k rows. All of it is
+//! charged to the query's memory budget ([`memory`], [`Limits::memory`]),
+//! which stops the query when the working set would pass it.
 //!
 //! # Layout
 //! - this file: the [`Plan`] (what to read, which operator runs), the
@@ -38,11 +40,13 @@
 //! - [`topk`]: `ORDER BY … LIMIT k` of a plain SELECT.
 //! - [`quantile`]: the exact quantile's radix passes.
 //! - [`cpu`]: the process-wide CPU budget.
+//! - [`memory`]: memory budgets (a query's, the server's) and what each operator charges.
 
 mod agg;
 pub mod cpu;
 mod filter;
 mod group;
+pub mod memory;
 mod quantile;
 pub mod query;
 mod scan;
@@ -55,6 +59,7 @@ use crate::types::{ColumnType, Value};
 use agg::Partial;
 use filter::key_span;
 pub use filter::prune;
+use memory::{row_bytes, Account, Tracker};
 use query::{Agg, Item, Pred, Select};
 use scan::{project, Reader};
 use std::borrow::Cow;
@@ -94,18 +99,22 @@ impl Stats {
 
 /// Bounds on one query's work, checked as it runs (the server's per-query
 /// limits; the CLI runs unbounded).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Limits {
     /// Give up with [`Error::Deadline`] once this instant has passed
     /// (checked once per granule, so it overshoots by one granule at most).
     pub deadline: Option<Instant>,
     /// The deadline's length, for the error message.
     pub deadline_ms: u64,
-    /// Largest number of result rows (or groups held while aggregating).
+    /// Largest number of result rows: a bound on the answer, not on the
+    /// groups or rows a query holds on the way (those are [`Limits::memory`]'s).
     pub max_rows: Option<usize>,
     /// Most threads the query may use (0: as many as there are cores),
     /// further bounded by the process's CPU budget ([`cpu::lease`]).
     pub threads: usize,
+    /// The query's memory budget (its parent the server's), charged with
+    /// its working set as it grows ([`memory`]); none: unbounded.
+    pub memory: Option<Arc<Tracker>>,
 }
 
 impl Limits {
@@ -120,6 +129,9 @@ impl Limits {
             Some(max) if rows > max => Err(Error::ResultTooLarge { max }),
             _ => Ok(()),
         }
+    }
+    fn account(&self) -> Account<'_> {
+        Account::new(self.memory.as_deref())
     }
 }
 
@@ -273,19 +285,26 @@ impl<'a> Plan<'a> {
             self.aggregate(parts, work, cached, limits, &mut stats)?
         } else {
             let mut r = Reader::new(self, &self.shape.other_cols, cached);
+            // The rows held (or the top-k heap), and the granule read.
+            let (mut held, mut reading) = (limits.account(), limits.account());
             let rows = if q.order_by.is_empty() {
                 // A plain LIMIT stops the scan as soon as it has its rows.
                 let limit = q.limit.map_or(usize::MAX, |l| l as usize);
-                let mut rows = Vec::new();
+                let (mut rows, mut row_heap) = (Vec::new(), 0);
                 for &(p, g) in work {
                     if rows.len() >= limit {
                         break;
                     }
                     limits.check_time()?;
                     if r.read(&parts[p], g)? {
-                        let take = limit - rows.len();
+                        let (take, from) = (limit - rows.len(), rows.len());
                         rows.extend(r.rows().indices().take(take).map(|i| project(q, &r.cols, i)));
                         limits.check_rows(rows.len())?;
+                        if held.tracked() {
+                            reading.set(r.heap_bytes())?;
+                            row_heap += rows[from..].iter().map(row_bytes).sum::<usize>();
+                            held.set(row_heap + memory::vec_bytes(&rows))?;
+                        }
                     }
                 }
                 rows
@@ -294,10 +313,16 @@ impl<'a> Plan<'a> {
                 for &(p, g) in work {
                     limits.check_time()?;
                     if r.read(&parts[p], g)? {
+                        if reading.tracked() {
+                            reading.set(r.heap_bytes())?;
+                        }
                         r.rows().indices().for_each(|i| top.push(project(q, &r.cols, i)));
                         limits.check_rows(top.len())?;
+                        held.set(top.heap_bytes())?;
                     }
                 }
+                // The sorted rows are built beside the heap's.
+                held.add(top.heap_bytes())?;
                 top.finish()
             };
             stats.add(&r.stats);
@@ -407,7 +432,9 @@ impl<'a> Plan<'a> {
         let want = if limits.threads == 0 { cpu::cores() } else { limits.threads };
         let lease = cpu::lease(want.min(chunks.len()));
         stats.threads = lease.threads();
-        let scan = |chunk: &[Unit], stop: &AtomicBool, p: &mut Partial| -> Result<Stats> {
+        // Each partition's account holds its state, the granule it reads,
+        // and the growth the granule can cause, charged before it is folded in.
+        let scan = |chunk: &[Unit], stop: &AtomicBool, p: &mut Partial, acct: &mut Account| -> Result<Stats> {
             let mut r = Reader::new(self, &self.shape.other_cols, cached);
             for &(pi, g) in chunk {
                 if stop.load(AtomicOrdering::Relaxed) {
@@ -415,37 +442,48 @@ impl<'a> Plan<'a> {
                 }
                 limits.check_time()?;
                 if r.read(&parts[pi], g)? {
+                    if acct.tracked() {
+                        acct.set(p.heap_bytes() + p.headroom(r.rows().len()) + r.heap_bytes())?;
+                    }
                     p.push(q, aggs, &r.cols, r.rows(), r.sorted);
-                    limits.check_rows(p.groups())?;
                 }
             }
             Ok(r.stats)
         };
+        let mut acct = limits.account();
         let mut total = if let [only] = chunks {
             // PERF: one partition aggregates into the total in place; a
             // partial state is a few hundred bytes, and a short query moved
             // it through a result and an iterator several times.
             let mut total = self.shape.spare.take(q, aggs, schema);
-            stats.add(&scan(only, &AtomicBool::new(false), &mut total)?);
+            stats.add(&scan(only, &AtomicBool::new(false), &mut total, &mut acct)?);
             total
         } else {
             let mut partials = in_parallel(chunks, lease.threads(), |chunk, stop| {
                 let mut p = Partial::new(q, aggs, schema);
-                scan(chunk, stop, &mut p).map(|s| (p, s))
+                let mut acct = limits.account();
+                scan(chunk, stop, &mut p, &mut acct).map(|s| (p, s, acct))
             })?
             .into_iter();
-            let (mut total, s) = partials.next().expect("one chunk at least");
+            let (mut total, s, first) = partials.next().expect("one chunk at least");
+            acct = first;
             stats.add(&s);
-            for (p, s) in partials {
+            for (p, s, held) in partials {
+                acct.set(total.heap_bytes() + total.headroom(p.groups()))?;
                 total.merge(q, aggs, schema, p);
+                drop(held);
                 stats.add(&s);
-                limits.check_rows(total.groups())?;
             }
             Box::new(total)
         };
+        acct.set(total.heap_bytes())?;
         let mut pending = total.resolve_quantiles(aggs);
         while !pending.is_empty() {
             stats.passes += 1;
+            // Every worker keeps, for each group still pending, a histogram
+            // or the values its prefix matches.
+            let mut pass = limits.account();
+            pass.set(chunks.len() * pending.iter().map(agg::Pending::pass_bytes).sum::<usize>())?;
             // Only the group keys and the quantiles' columns are needed now.
             let mut cols: Vec<usize> = q.group_by.iter().copied().chain(pending.iter().map(|p| p.col)).collect();
             cols.retain(|c| !self.shape.filter_cols.contains(c));
@@ -476,7 +514,10 @@ impl<'a> Plan<'a> {
             }
             pending = total.apply(pending, all);
         }
+        // The sort keys and ids over every group, and the rows returned.
+        acct.add(total.rows_bytes(q))?;
         let rows = total.rows(q, schema);
+        limits.check_rows(rows.len())?;
         self.shape.spare.give(total);
         Ok(rows)
     }

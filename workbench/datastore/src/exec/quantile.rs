@@ -48,6 +48,18 @@ pub(super) struct Quant {
 }
 
 impl Quant {
+    /// Heap bytes held: the values kept, or the histogram.
+    #[inline]
+    pub fn heap_bytes(&self) -> usize {
+        Quant::bytes_of(self.values.capacity(), self.hist.is_some())
+    }
+
+    /// [`Quant::heap_bytes`] of a state with room for `cap` values, or spilled.
+    #[inline]
+    pub fn bytes_of(cap: usize, spilled: bool) -> usize {
+        cap * 8 + if spilled { BUCKETS * 4 } else { 0 }
+    }
+
     pub fn push(&mut self, x: f64) {
         self.n += 1;
         match &mut self.hist {
@@ -147,6 +159,16 @@ impl Refine {
 
     pub fn bucket(&self, key: u64) -> usize {
         ((key >> (64 - self.bits - BITS)) as usize) & (BUCKETS - 1)
+    }
+
+    /// Heap bytes one worker's state for this group holds in the next pass:
+    /// a histogram, or at most the values the prefix matches.
+    pub fn pass_bytes(&self) -> usize {
+        if self.collects() {
+            self.count as usize * 8
+        } else {
+            BUCKETS * 4
+        }
     }
 
     pub fn empty_hist() -> Box<[u32]> {

@@ -26,11 +26,27 @@ pub(super) struct TopK {
     k: Option<usize>,
     heap: BinaryHeap<Ranked>,
     seq: u64,
+    /// Heap bytes the held rows own (their keys and values).
+    owned: usize,
+}
+
+impl Ranked {
+    fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<SortKey>()
+            + self
+                .keys
+                .iter()
+                .map(|k| match k {
+                    SortKey::Asc(v) | SortKey::Desc(Reverse(v)) => v.heap_bytes(),
+                })
+                .sum::<usize>()
+            + super::memory::row_bytes(&self.row)
+    }
 }
 
 impl TopK {
     pub(super) fn new(q: &Select) -> TopK {
-        TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0 }
+        TopK { order: q.order_by.clone(), k: q.limit.map(|l| l as usize), heap: BinaryHeap::new(), seq: 0, owned: 0 }
     }
 
     pub(super) fn push(&mut self, row: Vec<Value>) {
@@ -43,10 +59,19 @@ impl TopK {
         if self.k == Some(0) {
             return;
         }
-        self.heap.push(Ranked { keys, seq: self.seq, row });
+        let ranked = Ranked { keys, seq: self.seq, row };
+        self.owned += ranked.heap_bytes();
+        self.heap.push(ranked);
         if self.k.is_some_and(|k| self.heap.len() > k) {
-            self.heap.pop();
+            if let Some(out) = self.heap.pop() {
+                self.owned -= out.heap_bytes();
+            }
         }
+    }
+
+    /// Heap bytes held: the heap's slots and what its rows own.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.heap.capacity() * std::mem::size_of::<Ranked>() + self.owned
     }
 
     /// Rows held (at most k).
