@@ -121,8 +121,9 @@ impl Table {
                 found.push((min, max, entry.path()));
             }
         }
-        // What each merge result read: (its range, its sources' ranges).
-        let mut merged: Vec<((u64, u64), Vec<(u64, u64)>)> = Vec::new();
+        // What each merge result read: its range, its sources' ranges.
+        type Range = (u64, u64);
+        let mut merged: Vec<(Range, Vec<Range>)> = Vec::new();
         for (min, max, path) in &found {
             if min != max {
                 let meta = Part::read_meta(path)?;
@@ -311,7 +312,7 @@ impl Table {
         let mut rows = 0usize;
         while !cursors.is_empty() {
             rows += 1;
-            if rows % GRANULE == 0 {
+            if rows.is_multiple_of(GRANULE) {
                 failpoint::hit(Point::MergeMidway, &self.dir).at(&self.dir)?;
             }
             // PERF: at most MAX_MERGE inputs, so a linear scan beats a heap's bookkeeping.
