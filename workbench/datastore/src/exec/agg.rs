@@ -8,7 +8,7 @@
 use super::group::{
     column_keys, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner, Rows, ABSENT,
 };
-use super::memory::{map_bytes, vec_bytes, vec_growth};
+use super::memory::{map_bytes, map_growth, vec_bytes, vec_growth};
 use super::quantile::{Quant, Refine, Resolved};
 use super::query::{Agg, Item, Select};
 use crate::storage::part::Schema;
@@ -450,9 +450,16 @@ impl Partial {
     /// allocate in the group maps and the per-group columns (see
     /// [`super::memory`] for what is not foreseen).
     pub fn headroom(&self, rows: usize) -> usize {
-        // Without GROUP BY there is one group, whatever the rows.
-        let more = if self.groups.width == 0 { 0 } else { rows };
-        self.groups.headroom(more) + self.accs.iter().map(|a| a.growth(more)).sum::<usize>()
+        // Without GROUP BY there is one group, whatever the rows, and its
+        // set (uniqExact) can take every row: its next size is foreseen.
+        if self.groups.width == 0 {
+            let one_set = |a: &Acc| match a {
+                Acc::Uniq(u) => u.first().map_or(0, |s| map_growth(s.len(), s.capacity(), rows, 8)),
+                _ => 0,
+            };
+            return self.accs.iter().map(one_set).sum();
+        }
+        self.groups.headroom(rows) + self.accs.iter().map(|a| a.growth(rows)).sum::<usize>()
     }
 
     /// A scalar aggregate (no GROUP BY) of fixed-size states: all it holds

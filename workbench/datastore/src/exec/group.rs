@@ -215,7 +215,7 @@ impl Groups {
         if self.width > 1 {
             return keys + map_growth(self.multi.len(), self.multi.capacity(), rows, 24) + rows * self.width * 8;
         }
-        let dense = (2 * self.dense.capacity()).clamp(rows, DENSE as usize) * 4;
+        let dense = (2 * self.dense.capacity()).max(rows).min(DENSE as usize) * 4;
         keys + dense + map_growth(self.hash1.len(), self.hash1.capacity(), rows, 16)
     }
 

@@ -14,11 +14,11 @@
 //! with [`Error::MemoryLimit`]; what it charged is given back as its
 //! accounts drop.
 //!
-//! What is not charged in advance: a per-group state that grows by doubling
-//! (uniqExact's set, a quantile's buffer of values) is charged as it grows
-//! and checked after the granule, so a query can pass its budget by one
-//! granule's growth of those states (for one group, at most one doubling
-//! of its set). Decoded granules of small scans live in the shared,
+//! What is not charged in advance: under GROUP BY, a per-group state that
+//! grows by doubling (uniqExact's set, a quantile's buffer of values) is
+//! charged as it grows and checked after the granule, so a query can pass
+//! its budget by one granule's growth of those states. Without GROUP BY
+//! the one group's set is foreseen like the maps. Decoded granules of small scans live in the shared,
 //! bounded granule cache ([`crate::storage::cache`]) and are not charged.
 
 pub use crate::error::MemoryScope as Scope;
