@@ -71,6 +71,22 @@ enum Cmd {
         /// Node counts for --plan.
         #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16], requires = "plan")]
         nodes: Vec<usize>,
+        /// Only the chosen specs whose newest dataset at --scale is stale,
+        /// unknown or missing (`workbench status`).
+        #[arg(long)]
+        stale: bool,
+    },
+    /// Which datasets the code would still measure the same (the `git
+    /// status` of evidence): each spec's newest run per scale is fresh,
+    /// stale (the inputs that changed, and the first commit that changed
+    /// each) or unknown (no fingerprint).
+    Status {
+        /// One scale (default: both).
+        #[arg(long, value_enum)]
+        scale: Option<Scale>,
+        /// Fail when a dataset readers are shown (the paper's) is not fresh.
+        #[arg(long)]
+        check: bool,
     },
     /// Publish the datasets of `run --slurm --no-wait` once their jobs are done.
     Collect {
@@ -230,8 +246,24 @@ fn main() -> Result<()> {
             dry_run,
             plan,
             nodes,
+            stale,
         } => {
-            let chosen = choose_specs(&root, &specs)?;
+            let mut chosen = choose_specs(&root, &specs)?;
+            if stale {
+                let needed: Vec<String> = workbench::run::fingerprint::survey(&root, &data, &[scale])?
+                    .into_iter()
+                    .filter(|e| e.needs_run())
+                    .map(|e| e.dataset)
+                    .collect();
+                chosen.retain(|(_, s)| needed.iter().any(|d| d == s.dataset()));
+                eprintln!(
+                    "stale or missing at {scale}: {}",
+                    if needed.is_empty() { "none".into() } else { needed.join(", ") }
+                );
+                if chosen.is_empty() {
+                    return Ok(());
+                }
+            }
             let opts = runner::Options {
                 root: root.clone(),
                 data: data.clone(),
@@ -293,6 +325,7 @@ fn main() -> Result<()> {
             print_summary(&root, scale, &done);
         }
         Cmd::SlurmTask { staging, index } => slurm::task(&staging, index)?,
+        Cmd::Status { scale, check } => status(&root, &data, scale, check)?,
         Cmd::Tables { scale } => {
             let (_, written) = report::write_tables(&root, &data, scale)?;
             print_written(&root, &written);
@@ -568,6 +601,29 @@ fn print_written(root: &Path, written: &[PathBuf]) {
 }
 
 /// Resolves spec arguments: none or `quick` = every spec; else names or paths.
+/// `workbench status`: a line a dataset and scale; with `check`, an error
+/// naming every dataset readers are shown that is not fresh.
+fn status(root: &Path, data: &Path, scale: Option<Scale>, check: bool) -> Result<()> {
+    let scales = scale.map_or(Scale::PREFERRED.to_vec(), |s| vec![s]);
+    let entries = workbench::run::fingerprint::survey(root, data, &scales)?;
+    for e in &entries {
+        let run = e.run.as_ref().and_then(|r| r.file_name()).map_or("-".into(), |n| n.to_string_lossy().into_owned());
+        let (word, why) = e.freshness.as_ref().map_or(("none", String::new()), |f| (f.word(), f.why()));
+        let cited = if e.cited { " (cited)" } else { "" };
+        println!("{:<24} {:<5} {:<8} {run}{cited}  {why}", e.dataset, e.scale, word);
+    }
+    let bad: Vec<String> =
+        entries.iter().filter(|e| e.cited && e.needs_run()).map(|e| format!("{} ({})", e.dataset, e.scale)).collect();
+    if check && !bad.is_empty() {
+        bail!(
+            "{} the paper reads not fresh: {}",
+            if bad.len() == 1 { "a dataset" } else { "datasets" },
+            bad.join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn choose_specs(root: &Path, args: &[String]) -> Result<Vec<(PathBuf, spec::Spec)>> {
     let dir = root.join("experiments");
     if args.is_empty() || args == ["quick"] {

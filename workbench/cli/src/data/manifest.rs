@@ -53,6 +53,11 @@ pub struct Manifest {
     /// cell ran on the machine described above.
     #[serde(default)]
     pub nodes: std::collections::BTreeMap<String, Node>,
+    /// Exactly what was measured, input by input
+    /// ([`crate::run::fingerprint`]); none in datasets measured before it
+    /// was kept, which `workbench status` counts as stale.
+    #[serde(default)]
+    pub fingerprint: Option<crate::run::fingerprint::Fingerprint>,
 }
 
 /// The machine one cell ran on (a Slurm task's node).

@@ -36,6 +36,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::run::fingerprint;
 use crate::spec::variants::{get, Variant, PROFILE, VARIANTS};
 use probe::registry::Target;
 
@@ -118,11 +119,22 @@ fn drive_with_plain(
 /// Copies `from` to `to` through a temporary name and a rename, so a reader
 /// sees a whole file or the old one, and a process still running the old
 /// file keeps its inode.
+/// Cargo's dep-info file beside a binary goes with it, so that a run can
+/// read which sources the copy was compiled from
+/// ([`crate::run::fingerprint::sources`]).
 fn copy_whole(from: &Path, to: &Path) -> Result<()> {
     let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = to.with_file_name(format!(".{name}.{}", std::process::id()));
     std::fs::copy(from, &tmp).with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
     std::fs::rename(&tmp, to).with_context(|| format!("renaming {} to {}", tmp.display(), to.display()))?;
+    let (dep_from, dep_to) = (fingerprint::dep_info(from), fingerprint::dep_info(to));
+    if dep_from.is_file() {
+        std::fs::copy(&dep_from, &dep_to)
+            .with_context(|| format!("copying {} to {}", dep_from.display(), dep_to.display()))?;
+    } else {
+        // A post-linked binary has none: no stale one may stand for it.
+        let _ = std::fs::remove_file(&dep_to);
+    }
     Ok(())
 }
 

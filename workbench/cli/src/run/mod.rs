@@ -6,10 +6,12 @@
 //! - [`build`]: building a target binary (`subject`, `datastore-server`)
 //!   per build variant (allocators, LTO, PGO, BOLT).
 //! - [`provenance`]: the clean-tree check, the run lock, load and busy processes.
+//! - [`fingerprint`]: exactly what a run measured, and whether it is stale now.
 //! - [`slurm`]: the cells as a Slurm job array instead (submit, wait,
 //!   collect, one task), and a projection of a suite's time on N nodes.
 
 pub mod build;
+pub mod fingerprint;
 pub mod provenance;
 pub mod runner;
 pub mod slurm;

@@ -14,6 +14,7 @@
 use crate::data::dataset::{self, Record};
 use crate::data::manifest::{self, Manifest};
 use crate::run::build;
+use crate::run::fingerprint::{self, Sources};
 use crate::spec::variants;
 use crate::spec::{Scale, Spec, Target};
 use anyhow::{bail, Context, Result};
@@ -161,6 +162,8 @@ pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
 #[derive(Default)]
 pub struct Binaries {
     built: BTreeMap<(Target, String), PathBuf>,
+    /// What each was compiled from (cargo's dep-info beside it).
+    sources: BTreeMap<(Target, String), Sources>,
     /// This run's private copies of the built binaries, removed on drop.
     private: Option<PathBuf>,
 }
@@ -191,8 +194,22 @@ impl Binaries {
         let bin = bin?;
         let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
         let copy = build::copy_binaries(&bin, &private.join(format!("{name}-{variant}")), target)?;
+        let all: Vec<PathBuf> = target.binaries().iter().map(|b| copy.with_file_name(b)).collect();
+        self.sources.insert(key.clone(), fingerprint::sources(root, &all));
         self.built.insert(key, copy.clone());
         Ok(copy)
+    }
+
+    /// What the binaries of `cells` were compiled from, as far as this
+    /// process built them (`None` if it built none of them: cells run elsewhere).
+    pub fn sources_of(&self, cells: &[Planned]) -> Option<Sources> {
+        let mut out: Option<Sources> = None;
+        for p in cells {
+            if let Some(s) = self.sources.get(&(p.target, p.variant.clone())) {
+                out.get_or_insert_with(Sources::default).extend(s.clone());
+            }
+        }
+        out
     }
 }
 
@@ -240,7 +257,8 @@ pub fn run_spec_where(
         bail!("{}: no planned cell is selected", spec_path.display());
     }
     let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
-    assemble(opts, spec_path, spec, &cells, &staging, resumed, before)
+    let sources = bins.sources_of(&cells);
+    assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources)
 }
 
 /// A run's start, whatever runs its cells: the cells planned, the staging
@@ -375,7 +393,11 @@ fn run_cells(
 }
 
 /// Every cell is on disk: assembles the records and the manifest in the
-/// staging directory, then publishes it as the run's directory.
+/// staging directory, then publishes it as the run's directory. `sources`:
+/// what the binaries were compiled from, when this process built them
+/// (a resumed run whose cells were all done builds none: the fingerprint
+/// then says its sources are not known).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble(
     opts: &Options,
     spec_path: &Path,
@@ -384,6 +406,7 @@ pub(crate) fn assemble(
     staging: &Path,
     resumed: usize,
     before: Before,
+    sources: Option<Sources>,
 ) -> Result<Outcome> {
     let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
     let exp_dir = opts.data.join(spec.dataset());
@@ -429,6 +452,14 @@ pub(crate) fn assemble(
     dataset::write_parquet(&mut df, &staging.join("records.parquet"))?;
     let secs = manifest::now_secs();
     let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
+    let sources = sources.unwrap_or_else(|| Sources {
+        files: Default::default(),
+        without_dep_info: cells.iter().map(|p| format!("{}-{}", p.target.measured(), p.variant)).collect(),
+    });
+    let rustc = manifest::rustc_version(&opts.root);
+    let at = (!dirty).then_some(rev.as_str());
+    let fingerprint = fingerprint::compute(&opts.root, &sources, spec, spec.variants_at(opts.scale), &rustc, at)
+        .context("fingerprinting the run's inputs")?;
     let m = Manifest {
         // The dataset's name: two studies of one subject experiment stay apart.
         experiment: spec.dataset().to_string(),
@@ -436,7 +467,7 @@ pub(crate) fn assemble(
         scale: opts.scale,
         git_revision: rev,
         git_dirty: dirty,
-        rustc: manifest::rustc_version(&opts.root),
+        rustc,
         profile: variants::PROFILE.into(),
         features: spec
             .variants_at(opts.scale)
@@ -465,6 +496,7 @@ pub(crate) fn assemble(
         dirty_diff,
         cell_seconds,
         nodes,
+        fingerprint: Some(fingerprint),
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();

@@ -256,7 +256,8 @@ pub fn run(
         );
     }
     drop_binaries(&staging)?;
-    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before)?))
+    let sources = bins.sources_of(&cells);
+    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources)?))
 }
 
 /// Builds each variant the pending cells need (here, once), copies the
@@ -431,7 +432,7 @@ pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<
         dirty: sub.dirty,
     };
     drop_binaries(&staging)?;
-    runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before)
+    runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before, None)
 }
 
 /// The longest machine's load when `durations` are list-scheduled, longest

@@ -1,0 +1,468 @@
+//! A fingerprint of exactly what a dataset measured, and whether the code
+//! would still measure the same: the evidence's `git status`.
+//!
+//! Inputs, each with its hash, in the manifest ([`Fingerprint`]):
+//! - `src:<path>`: every workspace source file the measured binaries (and
+//!   the server's driver) were compiled from, as cargo lists them in the
+//!   dep-info file beside each binary it builds (no hand-kept list);
+//! - `file:Cargo.lock`, and `file:<path>` for every file a cell executes
+//!   that the spec names (a peer's script, a peer's binary such as
+//!   `/usr/sbin/clickhouse-server`); a peer run in `.venv` also brings
+//!   `file:scripts/requirements-peers.txt`, the pins it was installed from;
+//! - `rustc`: the compiler's version;
+//! - `variant:<name>`: the variant's definition (features, allocator,
+//!   profile settings, PGO/BOLT steps);
+//! - `spec`: the spec as parsed and run.
+//!
+//! A file's hash is its git blob id (`git hash-object`), so that the first
+//! commit that changed it can be found; a fact's is the text itself. The
+//! fingerprint's own hash is the blob id of its listing.
+//!
+//! A dataset is *fresh* when every input hashes now as it did, *stale*
+//! when some input changed, and *unknown* (treated as stale) when its
+//! manifest has no fingerprint.
+
+use crate::spec::{variants, Spec};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What a dataset was measured from: each input's hash, and one over all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub hash: String,
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// Where a file that does not exist stands in the inputs.
+const MISSING: &str = "missing";
+
+/// The workspace sources (relative to `root`) cargo lists in the dep-info
+/// files beside `bins` ([`dep_info`]): the crates' own files, not the
+/// registry's (the lock file pins those), not generated files under
+/// `target/`, not `.git/` (a revision stamp's trigger).
+pub fn sources(root: &Path, bins: &[PathBuf]) -> Sources {
+    let mut out = Sources::default();
+    for bin in bins {
+        let d = dep_info(bin);
+        let Ok(text) = std::fs::read_to_string(&d) else {
+            out.without_dep_info.insert(bin.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()));
+            continue;
+        };
+        for path in dep_info_paths(&text) {
+            let p = PathBuf::from(&path);
+            let Ok(rel) = p.strip_prefix(root) else { continue };
+            let rel = rel.to_string_lossy().into_owned();
+            if rel.starts_with(".git/") || rel.starts_with("target/") {
+                continue;
+            }
+            out.files.insert(rel);
+        }
+    }
+    out
+}
+
+/// What the measured binaries were compiled from ([`sources`]).
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub files: BTreeSet<String>,
+    /// Binaries cargo wrote no dep-info for (a post-linked one): their
+    /// sources are not known, and the fingerprint says so.
+    pub without_dep_info: BTreeSet<String>,
+}
+
+impl Sources {
+    pub fn extend(&mut self, other: Sources) {
+        self.files.extend(other.files);
+        self.without_dep_info.extend(other.without_dep_info);
+    }
+}
+
+/// Cargo's dep-info file for `bin`: beside it, `.d` for the extension.
+pub fn dep_info(bin: &Path) -> PathBuf {
+    let name = bin.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    bin.with_file_name(format!("{name}.d"))
+}
+
+/// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`),
+/// its first rule only; `\ ` is a space in a name.
+fn dep_info_paths(text: &str) -> Vec<String> {
+    let Some(line) = text.lines().next() else { return Vec::new() };
+    let Some((_, deps)) = line.split_once(": ") else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = deps.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Git blob ids of `paths` (relative to `root`, or absolute), in order;
+/// [`MISSING`] for a file that does not exist.
+pub fn blob_ids(root: &Path, paths: &[String]) -> Result<Vec<String>> {
+    let (exist, absent): (Vec<&String>, Vec<&String>) = paths.iter().partition(|p| root.join(p).is_file());
+    let mut ids: BTreeMap<&String, String> = absent.into_iter().map(|p| (p, MISSING.to_string())).collect();
+    if !exist.is_empty() {
+        let mut child = Command::new("git")
+            .current_dir(root)
+            .args(["hash-object", "--no-filters", "--stdin-paths"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("running git hash-object")?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let list: String = exist.iter().map(|p| format!("{p}\n")).collect();
+        let writer = std::thread::spawn(move || stdin.write_all(list.as_bytes()));
+        let out = child.wait_with_output().context("running git hash-object")?;
+        writer.join().expect("writer").context("writing to git hash-object")?;
+        if !out.status.success() {
+            bail!("git hash-object failed in {}", root.display());
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() != exist.len() {
+            bail!("git hash-object gave {} ids for {} files", lines.len(), exist.len());
+        }
+        ids.extend(exist.into_iter().zip(lines).map(|(p, id)| (p, id.to_string())));
+    }
+    Ok(paths.iter().map(|p| ids[p].clone()).collect())
+}
+
+/// [`blob_ids`] as of commit `rev`: a tracked file's blob in its tree, any
+/// other file's (a peer outside the repository) as it is now.
+fn blob_ids_at(root: &Path, rev: &str, paths: &[String]) -> Result<Vec<String>> {
+    let out = Command::new("git")
+        .current_dir(root)
+        .args(["ls-tree", "-r", "--full-tree", rev])
+        .output()
+        .context("running git ls-tree")?;
+    if !out.status.success() {
+        bail!("git ls-tree {rev} failed in {}", root.display());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `<mode> blob <id>\t<path>`
+    let tree: BTreeMap<&str, &str> = text
+        .lines()
+        .filter_map(|l| {
+            let (meta, path) = l.split_once('\t')?;
+            Some((path, meta.split(' ').nth(2)?))
+        })
+        .collect();
+    let others: Vec<String> = paths.iter().filter(|p| !tree.contains_key(p.as_str())).cloned().collect();
+    let mut other_ids = blob_ids(root, &others)?.into_iter();
+    Ok(paths
+        .iter()
+        .map(|p| match tree.get(p.as_str()) {
+            Some(id) => id.to_string(),
+            None => other_ids.next().expect("one id a path"),
+        })
+        .collect())
+}
+
+/// The git blob id of `text`.
+fn text_id(root: &Path, text: &str) -> Result<String> {
+    let mut child = Command::new("git")
+        .current_dir(root)
+        .args(["hash-object", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("running git hash-object")?;
+    child.stdin.take().expect("piped").write_all(text.as_bytes())?;
+    let out = child.wait_with_output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The files a cell executes that the spec names in its params (any scale):
+/// strings that are paths of existing files, relative to `root` or
+/// absolute; a `.venv` interpreter stands for the pins it was installed from.
+pub fn peer_files(root: &Path, spec: &Spec) -> BTreeSet<String> {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(t) => t.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for scale in crate::spec::Scale::PREFERRED {
+        for v in spec.scale(scale).params.values() {
+            strings(v, &mut found);
+        }
+    }
+    let mut out = BTreeSet::new();
+    for s in found {
+        if s.starts_with(".venv/") {
+            out.insert("scripts/requirements-peers.txt".to_string());
+        } else if !s.is_empty() && root.join(&s).is_file() {
+            out.insert(s);
+        }
+    }
+    out
+}
+
+/// The fingerprint of a run of `spec` (its `variants`) whose binaries were
+/// compiled from `sources`.
+/// With `at` (the clean revision the run measured), a file's hash is its
+/// blob in that commit's tree, whatever the working tree holds by the time
+/// the run ends; without (a dirty run), the working tree's.
+pub fn compute(
+    root: &Path,
+    sources: &Sources,
+    spec: &Spec,
+    variants_run: &[String],
+    rustc: &str,
+    at: Option<&str>,
+) -> Result<Fingerprint> {
+    let mut files: Vec<(String, String)> = sources.files.iter().map(|s| (format!("src:{s}"), s.clone())).collect();
+    files.push(("file:Cargo.lock".into(), "Cargo.lock".into()));
+    files.extend(peer_files(root, spec).into_iter().map(|p| (format!("file:{p}"), p)));
+    let paths: Vec<String> = files.iter().map(|(_, p)| p.clone()).collect();
+    let ids = match at {
+        Some(rev) => blob_ids_at(root, rev, &paths)?,
+        None => blob_ids(root, &paths)?,
+    };
+    let mut inputs: BTreeMap<String, String> = files.into_iter().map(|(k, _)| k).zip(ids).collect();
+    inputs.insert("rustc".into(), rustc.to_string());
+    for v in variants_run {
+        inputs.insert(format!("variant:{v}"), variant_definition(v));
+    }
+    inputs.insert("spec".into(), text_id(root, &serde_json::to_string(spec)?)?);
+    for b in &sources.without_dep_info {
+        inputs.insert(format!("dep-info:{b}"), MISSING.into());
+    }
+    seal(root, inputs)
+}
+
+/// A variant's definition as the runner builds it.
+fn variant_definition(v: &str) -> String {
+    format!("{} [features: {}]", variants::describe(v), variants::features(v).join(","))
+}
+
+fn seal(root: &Path, inputs: BTreeMap<String, String>) -> Result<Fingerprint> {
+    let listing: String = inputs.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+    Ok(Fingerprint { hash: text_id(root, &listing)?, inputs })
+}
+
+/// The same inputs as `old`, hashed as they are now (the spec as `spec`
+/// parses now, the compiler `rustc`).
+pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, rustc: &str) -> Result<Fingerprint> {
+    let files: Vec<(&String, String)> = old
+        .inputs
+        .keys()
+        .filter_map(|k| k.strip_prefix("src:").or_else(|| k.strip_prefix("file:")).map(|p| (k, p.to_string())))
+        .collect();
+    let ids = blob_ids(root, &files.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>())?;
+    let mut inputs: BTreeMap<String, String> = files.into_iter().map(|(k, _)| k.clone()).zip(ids).collect();
+    for k in old.inputs.keys() {
+        if k == "rustc" {
+            inputs.insert(k.clone(), rustc.to_string());
+        } else if let Some(v) = k.strip_prefix("variant:") {
+            inputs.insert(k.clone(), variant_definition(v));
+        } else if k == "spec" {
+            inputs.insert(k.clone(), text_id(root, &serde_json::to_string(spec)?)?);
+        } else if k.starts_with("dep-info:") {
+            inputs.insert(k.clone(), old.inputs[k].clone());
+        }
+    }
+    // A peer the spec names now that it did not then.
+    for p in peer_files(root, spec) {
+        let k = format!("file:{p}");
+        if !inputs.contains_key(&k) {
+            inputs.insert(k, blob_ids(root, std::slice::from_ref(&p))?.remove(0));
+        }
+    }
+    seal(root, inputs)
+}
+
+/// The inputs whose hash differs between `then` and `now` (or that only one has).
+pub fn changed(then: &Fingerprint, now: &Fingerprint) -> Vec<String> {
+    let keys: BTreeSet<&String> = then.inputs.keys().chain(now.inputs.keys()).collect();
+    keys.into_iter().filter(|k| then.inputs.get(*k) != now.inputs.get(*k)).cloned().collect()
+}
+
+/// The first commit after `rev` that changed file input `key`
+/// (`src:…`/`file:…`), or "uncommitted" when no commit did.
+pub fn first_change(root: &Path, rev: &str, key: &str) -> String {
+    let Some(path) = key.strip_prefix("src:").or_else(|| key.strip_prefix("file:")) else {
+        return "not a file".into();
+    };
+    let out = Command::new("git")
+        .current_dir(root)
+        .args(["log", "--reverse", "--format=%h", &format!("{rev}..HEAD"), "--", path])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            String::from_utf8_lossy(&o.stdout).lines().next().map_or_else(|| "uncommitted".to_string(), str::to_string)
+        }
+        _ => "unknown (revision not in this repository)".into(),
+    }
+}
+
+/// Whether a dataset's numbers are what the code would measure now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Freshness {
+    /// Every input hashes now as it did.
+    Fresh,
+    /// Inputs that changed, each with the first commit after the run that
+    /// changed it ("uncommitted" for a change not yet committed).
+    Stale(Vec<(String, String)>),
+    /// Why it cannot be told (no fingerprint; sources not recorded): stale
+    /// as far as a reader is concerned.
+    Unknown(String),
+}
+
+impl Freshness {
+    pub fn is_fresh(&self) -> bool {
+        *self == Freshness::Fresh
+    }
+
+    /// One word: fresh, stale or unknown.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Freshness::Fresh => "fresh",
+            Freshness::Stale(_) => "stale",
+            Freshness::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why, in a line (empty when fresh).
+    pub fn why(&self) -> String {
+        match self {
+            Freshness::Fresh => String::new(),
+            Freshness::Unknown(why) => why.clone(),
+            Freshness::Stale(changed) => {
+                let shown: Vec<String> = changed.iter().take(4).map(|(k, c)| format!("{k} ({c})")).collect();
+                let more = changed.len().saturating_sub(4);
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                format!("{} changed: {}{more}", plural(changed.len(), "input"), shown.join(", "))
+            }
+        }
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The freshness of the run whose manifest is `m`, measured from the spec
+/// at `spec_path` (`spec` as it parses now) in the tree at `root`.
+pub fn freshness(
+    root: &Path,
+    m: &crate::data::manifest::Manifest,
+    spec_path: &Path,
+    spec: &Spec,
+    rustc: &str,
+) -> Result<Freshness> {
+    let Some(then) = &m.fingerprint else {
+        return Ok(Freshness::Unknown("no fingerprint (measured before fingerprints were kept)".into()));
+    };
+    if let Some(k) = then.inputs.keys().find(|k| k.starts_with("dep-info:")) {
+        return Ok(Freshness::Unknown(format!("sources not recorded ({k})")));
+    }
+    let now = now(root, then, spec, rustc)?;
+    let spec_rel = spec_path.strip_prefix(root).unwrap_or(spec_path).to_string_lossy().into_owned();
+    let changed: Vec<(String, String)> = changed(then, &now)
+        .into_iter()
+        .map(|k| {
+            let first = match k.as_str() {
+                "spec" => first_change(root, &m.git_revision, &format!("file:{spec_rel}")),
+                "rustc" => format!("now {rustc}"),
+                k if k.starts_with("variant:") => "the variant's definition".into(),
+                k => first_change(root, &m.git_revision, k),
+            };
+            (k, first)
+        })
+        .collect();
+    Ok(if changed.is_empty() { Freshness::Fresh } else { Freshness::Stale(changed) })
+}
+
+/// One dataset at one scale, as `workbench status` shows it.
+pub struct Entry {
+    pub dataset: String,
+    pub scale: crate::spec::Scale,
+    /// Its newest run (none: never run at this scale).
+    pub run: Option<PathBuf>,
+    /// Whether readers are shown this run (the paper, its macros, the claims).
+    pub cited: bool,
+    pub freshness: Option<Freshness>,
+}
+
+impl Entry {
+    /// Stale or unknown: what `run --stale` runs, and `status --check` refuses when cited.
+    pub fn needs_run(&self) -> bool {
+        !self.freshness.as_ref().is_some_and(Freshness::is_fresh)
+    }
+}
+
+/// The freshness of every spec's newest run at each of `scales`.
+pub fn survey(root: &Path, data: &Path, scales: &[crate::spec::Scale]) -> Result<Vec<Entry>> {
+    use crate::data::dataset;
+    let rustc = crate::data::manifest::rustc_version(root);
+    let mut out = Vec::new();
+    for (path, spec) in crate::spec::load_dir(&root.join("experiments"))? {
+        let best = dataset::best_run(data, spec.dataset())?;
+        for &scale in scales {
+            let run = dataset::latest_run(data, spec.dataset(), scale)?;
+            let freshness = match &run {
+                Some(dir) => Some(
+                    freshness(root, &dataset::load_run_manifest(dir)?, &path, &spec, &rustc)
+                        .with_context(|| format!("checking {}", dir.display()))?,
+                ),
+                None => None,
+            };
+            let cited = best.as_ref().is_some_and(|(_, d)| Some(d) == run.as_ref());
+            out.push(Entry { dataset: spec.dataset().to_string(), scale, run, cited, freshness });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dep_info_names_with_spaces_and_many_deps() {
+        let text = "/r/target/release/x: /r/a.rs /r/dir\\ with\\ space/b.rs /r/.git/HEAD\n\n/r/a.rs:\n";
+        assert_eq!(dep_info_paths(text), ["/r/a.rs", "/r/dir with space/b.rs", "/r/.git/HEAD"]);
+        assert!(dep_info_paths("").is_empty());
+    }
+
+    #[test]
+    fn changed_inputs_are_listed_both_ways() {
+        let then = Fingerprint {
+            hash: "h".into(),
+            inputs: [("a", "1"), ("b", "2")].map(|(k, v)| (k.to_string(), v.to_string())).into(),
+        };
+        let now = Fingerprint {
+            hash: "g".into(),
+            inputs: [("a", "1"), ("b", "3"), ("c", "4")].map(|(k, v)| (k.to_string(), v.to_string())).into(),
+        };
+        assert_eq!(changed(&then, &now), ["b", "c"]);
+        assert!(changed(&then, &then).is_empty());
+    }
+}
