@@ -1,0 +1,133 @@
+//! `workbench status` on a worktree of HEAD: fingerprints made from the
+//! dep-info cargo wrote beside the subject and server binaries of this
+//! build, then edits in the worktree. Editing a codec makes the codec
+//! experiment stale and not the server's; editing the README makes nothing
+//! stale; editing a spec makes its experiment stale; a manifest without a
+//! fingerprint is unknown; `status --check` fails on a stale cited dataset.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use workbench::run::fingerprint::{self, Freshness};
+use workbench::spec::{Scale, Spec};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The directory this build's binaries are in (`target/release`).
+fn bin_dir() -> PathBuf {
+    std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").current_dir(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A committed quick manifest of `dataset`, with `fp` (or none), as the
+/// newest run of a scratch data directory.
+fn plant(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fingerprint>) {
+    let committed = std::fs::read_dir(wt.join("data").join(dataset))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("quick-") && p.join("manifest.json").exists())
+        .unwrap_or_else(|| panic!("a committed quick run of {dataset}"));
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed.join("manifest.json")).unwrap()).unwrap();
+    m["git_revision"] = git(wt, &["rev-parse", "HEAD"]).into();
+    match fp {
+        Some(fp) => m["fingerprint"] = serde_json::to_value(fp).unwrap(),
+        None => {
+            m.as_object_mut().unwrap().remove("fingerprint");
+        }
+    }
+    let run = data.join(dataset).join("quick-20990101T000000Z");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+}
+
+fn verdict(wt: &Path, data: &Path, dataset: &str) -> Freshness {
+    let all = fingerprint::survey(wt, data, &[Scale::Quick]).unwrap();
+    let e = all.into_iter().find(|e| e.dataset == dataset).unwrap();
+    assert!(e.cited, "{dataset}: its only run is the one readers are shown");
+    e.freshness.unwrap()
+}
+
+#[test]
+fn status_follows_exactly_the_measured_inputs() {
+    let root = repo_root();
+    let scratch = std::env::temp_dir().join(format!("wb-status-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let wt = scratch.join("head");
+    git(&root, &["worktree", "add", "--detach", "--quiet", wt.to_str().unwrap(), "HEAD"]);
+    let data = scratch.join("data");
+
+    let subject = fingerprint::sources(&root, &[bin_dir().join("subject")]);
+    let server = fingerprint::sources(&root, &[bin_dir().join("datastore-load"), bin_dir().join("datastore-server")]);
+    let json = "workbench/subjects/src/codecs/json.rs";
+    assert!(subject.without_dep_info.is_empty() && server.without_dep_info.is_empty());
+    assert!(subject.files.contains(json), "{:?}", subject.files);
+    assert!(!server.files.contains(json) && server.files.contains("workbench/datastore/src/storage/table.rs"));
+    assert!(subject.files.iter().all(|f| !f.starts_with("target/") && !f.starts_with(".git/")));
+
+    let rustc = workbench::data::manifest::rustc_version(&wt);
+    let fp = |name: &str, sources: &fingerprint::Sources| {
+        let spec = Spec::load(&wt.join(format!("experiments/{name}.toml"))).unwrap();
+        fingerprint::compute(&wt, sources, &spec, spec.variants_at(Scale::Quick), &rustc, None).unwrap()
+    };
+    let (codec_fp, server_fp) = (fp("heap-growth", &subject), fp("throughput", &server));
+    assert!(server_fp.inputs.contains_key("file:scripts/chdb_engine.py"), "a peer script the cells run");
+    plant(&wt, &data, "heap-growth", Some(&codec_fp));
+    plant(&wt, &data, "throughput", Some(&server_fp));
+    plant(&wt, &data, "transport-alloc", None);
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Fresh);
+    assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+    assert!(matches!(verdict(&wt, &data, "transport-alloc"), Freshness::Unknown(_)));
+
+    // A codec edited: the codec experiment is stale, the server's is not.
+    let codec = wt.join(json);
+    let text = std::fs::read_to_string(&codec).unwrap();
+    std::fs::write(&codec, format!("{text}\n// an edit\n")).unwrap();
+    assert_eq!(
+        verdict(&wt, &data, "heap-growth"),
+        Freshness::Stale(vec![(format!("src:{json}"), "uncommitted".into())])
+    );
+    assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+    // `status --check` fails, naming it.
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("heap-growth (quick)"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stale"));
+    // Committed: the first commit that changed it is named.
+    git(&wt, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "an edit"]);
+    let edit = git(&wt, &["rev-parse", "--short", "HEAD"]);
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Stale(vec![(format!("src:{json}"), edit)]));
+    git(&wt, &["reset", "--quiet", "--hard", "HEAD~1"]);
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Fresh);
+
+    // The README: nothing is stale.
+    std::fs::write(wt.join("README.md"), "changed\n").unwrap();
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Fresh);
+    assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+
+    // The spec: its experiment is stale (a comment alone is not a change).
+    let spec = wt.join("experiments/heap-growth.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("# a comment\n{text}")).unwrap();
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Fresh);
+    std::fs::write(&spec, text.replace("seed = ", "seed = 1")).unwrap();
+    match verdict(&wt, &data, "heap-growth") {
+        Freshness::Stale(changed) => assert_eq!(changed[0].0, "spec"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+
+    git(&root, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
