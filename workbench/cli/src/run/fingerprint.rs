@@ -286,9 +286,8 @@ pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, rustc: &str) -> Result<F
     }
     // A peer the spec names now that it did not then.
     for p in peer_files(root, spec) {
-        let k = format!("file:{p}");
-        if !inputs.contains_key(&k) {
-            inputs.insert(k, blob_ids(root, std::slice::from_ref(&p))?.remove(0));
+        if let std::collections::btree_map::Entry::Vacant(e) = inputs.entry(format!("file:{p}")) {
+            e.insert(blob_ids(root, std::slice::from_ref(&p))?.remove(0));
         }
     }
     seal(root, inputs)
