@@ -1,7 +1,9 @@
 //! fault-soak: hostile clients against the server's memory bounds. Table:
 //! per workload (one flight of large answers on many connections, never
 //! finished; minutes of mixed hostile acts), the statuses seen, crashes,
-//! and the server's peak RSS against the warm-up peak plus the answer budget.
+//! and the server's peak RSS against the warm-up peak plus the answer budget;
+//! the caption adds the kill workload (SIGKILLs amid inserts, merges and
+//! reads: rows acknowledged, lost, duplicated, restart times).
 
 use super::{values, Report};
 use crate::data::dataset::Run;
@@ -50,6 +52,30 @@ fn table(run: &Run) -> Result<Table> {
             verdict.to_string(),
         ]);
     }
+    let kill = |col: &str| -> Result<Option<f64>> { Ok(values(run, &[("kind", "kills")], &[], col)?.first().copied()) };
+    let kills = match kill("kills")? {
+        None => String::new(),
+        Some(n) => {
+            let count =
+                |col: &str| -> Result<String> { Ok(kill(col)?.map_or_else(dash, |v| fmt::thousands(v as u64))) };
+            let ms = |col: &str| -> Result<String> { Ok(kill(col)?.map_or_else(dash, |v| format!("{v:.1} ms"))) };
+            format!(
+                " kill (a data directory of its own): the server killed with SIGKILL {} times, each after a random \
+                 20-400 ms of {} writers streaming {}-row insert batches, a reader and background merges, and \
+                 started again on the same directory: {} rows acknowledged, {} lost, {} duplicated, {} batches \
+                 present in part; restart to its first answer on the table {} (median), {} (max).",
+                fmt::thousands(n as u64),
+                count("writers")?,
+                count("batch_rows")?,
+                count("rows_acked")?,
+                count("rows_lost")?,
+                count("duplicates")?,
+                count("partial_batches")?,
+                ms("restart_ms_median")?,
+                ms("restart_ms_max")?,
+            )
+        }
+    };
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
     Ok(Table {
@@ -64,7 +90,7 @@ fn table(run: &Run) -> Result<Table> {
              expected). Warm peak is the RSS high-water mark after every worker answered the large query at once \
              (the working set of one answer per worker); Within says whether peak RSS stayed under warm peak plus \
              the answer budget ({}). Held is the answer bytes the server reported holding at the end of the \
-             flight. Crashes: 1 if the server had exited or did not answer a ping at the end.",
+             flight. Crashes: 1 if the server had exited or did not answer a ping at the end.{}",
             param("rows"),
             values(run, &[("kind", "summary"), ("workload", "flight")], &[], "answer_size_bytes")?
                 .first()
@@ -73,6 +99,7 @@ fn table(run: &Run) -> Result<Table> {
             param("flight"),
             param("clients"),
             budget.map_or_else(dash, fmt::bytes),
+            kills,
         ),
         header: vec![
             "Workload",

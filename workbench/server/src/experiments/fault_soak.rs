@@ -18,10 +18,21 @@
 //! still there at the end (`crashes`: 0 or 1). The bound the paper states
 //! is peak RSS ≤ baseline + `--answer-budget`.
 //!
+//! Then `kill`, on a data directory of its own: `kill_writers` threads
+//! stream insert batches of `KILL_BATCH` unique ids (each batch's number in
+//! a column of its own) and record every batch answered 200, a reader
+//! counts rows, the server merges in the background, and after a random
+//! (seeded) 20–400 ms the server is killed with SIGKILL and started again
+//! on the same directory, `kills` times. At the end every batch is counted:
+//! `rows_lost` (acknowledged rows not there: must be 0), `duplicates` (ids
+//! twice: 0), `partial_batches` (a batch neither whole nor absent: 0), and
+//! each restart's time until it answers.
+//!
 //! Params: `rows`, `connections`, `flight`, `clients`, `seconds`,
-//! `sample_ms`, `answer_budget_mib`, `conn_answer_budget_mib`.
-//! Records: `kind = "sample"` (workload, t_s, rss_bytes) and
-//! `kind = "summary"` (one per workload).
+//! `sample_ms`, `answer_budget_mib`, `conn_answer_budget_mib`, `kills`,
+//! `kill_writers`.
+//! Records: `kind = "sample"` (workload, t_s, rss_bytes),
+//! `kind = "summary"` (one per workload) and `kind = "kills"` (one).
 
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
@@ -55,6 +66,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if connections == 0 || flight == 0 || clients == 0 || sample_ms == 0 {
         bail!("{}: params.connections, flight, clients and sample_ms must be at least 1", cell.experiment);
     }
+    let kills: usize = cell.param("kills", 0)?;
+    let kill_writers: usize = cell.param("kill_writers", 2)?;
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     workload::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
@@ -129,12 +142,124 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             "answer_size_bytes": answer_size,
             "held_answer_bytes": held,
         }))?;
-        progress(i + 1, 2);
+        progress(i + 1, 2 + usize::from(kills > 0));
         if alive {
             server.stop()?;
         }
     }
+    if kills > 0 {
+        let dir = super::work_dir(cell)?.join("kill-db");
+        let _ = std::fs::remove_dir_all(&dir);
+        out.emit(run_kills(&dir, kills, kill_writers.max(1), cell.seed)?)?;
+        progress(3, 3);
+    }
     Ok(())
+}
+
+/// Rows an insert batch of the kill workload.
+const KILL_BATCH: u64 = 500;
+
+/// The `kill` workload (module docs): its summary record.
+fn run_kills(dir: &std::path::Path, kills: usize, writers: usize, seed: u64) -> Result<serde_json::Value> {
+    use crate::client::Client;
+    use datastore::{Batch, ColumnData, ColumnType, Value};
+    use std::sync::atomic::AtomicU64;
+    let schema = [("id".to_string(), ColumnType::UInt64), ("batch".to_string(), ColumnType::UInt64)];
+    let next = Arc::new(AtomicU64::new(0));
+    let acked: Arc<Mutex<Vec<u64>>> = Default::default();
+    let mut rng = Rng(seed | 1);
+    let mut restart_ms: Vec<f64> = Vec::new();
+    let mut reads = 0u64;
+    // A restart's time: from spawning the process until it has answered a
+    // query on the table (which opens it: the recovery of what a kill left).
+    let start = |restart_ms: &mut Vec<f64>| -> Result<ServerChild> {
+        let t0 = Instant::now();
+        let server = ServerChild::spawn(dir, None, &[])?;
+        Client::connect(server.addr)?.execute("SELECT count() FROM d")?;
+        restart_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        Ok(server)
+    };
+    {
+        let server = ServerChild::spawn(dir, None, &[])?;
+        Client::connect(server.addr)?.execute("CREATE TABLE d (id UInt64, batch UInt64) ORDER BY id")?;
+        server.stop()?;
+    }
+    for _ in 0..kills {
+        let server = start(&mut restart_ms)?;
+        let addr = server.addr;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads: Vec<std::thread::JoinHandle<u64>> = (0..writers)
+            .map(|_| {
+                let (next, acked, stop, schema) = (next.clone(), acked.clone(), stop.clone(), schema.clone());
+                std::thread::spawn(move || {
+                    let Ok(mut c) = Client::connect(addr) else { return 0 };
+                    while !stop.load(Ordering::Relaxed) {
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        let ids: Vec<u64> = (b * KILL_BATCH..(b + 1) * KILL_BATCH).collect();
+                        let batch = Batch {
+                            columns: vec![ColumnData::U64(ids), ColumnData::U64(vec![b; KILL_BATCH as usize])],
+                        };
+                        let answered = c.insert("d", &schema, &batch).and_then(|p| {
+                            c.wait(p)?;
+                            c.finish(p)
+                        });
+                        match answered {
+                            Ok(_) => acked.lock().unwrap().push(b),
+                            // The kill: this batch's answer never came.
+                            Err(_) => break,
+                        }
+                    }
+                    0
+                })
+            })
+            .collect();
+        threads.push({
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                let Ok(mut c) = Client::connect(addr) else { return 0 };
+                while !stop.load(Ordering::Relaxed) && c.execute("SELECT count() FROM d").is_ok() {
+                    n += 1;
+                }
+                n
+            })
+        });
+        std::thread::sleep(Duration::from_millis(20 + rng.below(380) as u64));
+        server.kill()?;
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            reads += t.join().map_err(|_| anyhow::anyhow!("a kill-workload thread panicked"))?;
+        }
+    }
+    // Every batch counted, on a server started once more.
+    let server = start(&mut restart_ms)?;
+    let mut c = Client::connect(server.addr)?;
+    let per_batch = c.execute("SELECT batch, count() FROM d GROUP BY batch")?;
+    let totals = c.execute("SELECT count(), uniqExact(id) FROM d")?;
+    server.stop()?;
+    let mut present: BTreeMap<u64, u64> = BTreeMap::new();
+    for row in &per_batch.rows {
+        if let [Value::U(b), Value::U(n)] = row[..] {
+            present.insert(b, n);
+        }
+    }
+    let acked = acked.lock().unwrap().clone();
+    let rows_lost: u64 = acked.iter().map(|b| KILL_BATCH.saturating_sub(present.get(b).copied().unwrap_or(0))).sum();
+    let partial = present.values().filter(|&&n| n != KILL_BATCH).count();
+    let (rows, unique) = match totals.rows.first().map(|r| &r[..]) {
+        Some([Value::U(n), Value::U(u)]) => (*n, *u),
+        other => bail!("kill workload: the totals query answered {other:?}"),
+    };
+    restart_ms.sort_by(f64::total_cmp);
+    let restarts = &restart_ms;
+    Ok(json!({
+        "kind": "kills", "workload": "kill",
+        "kills": kills, "writers": writers, "batch_rows": KILL_BATCH,
+        "batches_acked": acked.len(), "rows_acked": acked.len() as u64 * KILL_BATCH,
+        "rows_present": rows, "rows_lost": rows_lost, "duplicates": rows - unique,
+        "partial_batches": partial, "reads": reads,
+        "restart_ms_median": restarts[restarts.len() / 2], "restart_ms_max": restarts[restarts.len() - 1],
+    }))
 }
 
 /// Every worker answers the large query at once (so its encoding buffers

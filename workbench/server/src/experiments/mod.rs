@@ -186,6 +186,15 @@ impl ServerChild {
         Ok(serde_json::from_str(&text)?)
     }
 
+    /// SIGKILL, then waits: a crash at an arbitrary moment (nothing is flushed).
+    pub fn kill(mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
     /// SIGTERM, then waits: a dhat build writes its trace on the way out.
     pub fn stop(mut self) -> Result<()> {
         let Some(mut child) = self.child.take() else { return Ok(()) };
