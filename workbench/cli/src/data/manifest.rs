@@ -57,7 +57,15 @@ pub struct Manifest {
     /// ([`crate::run::fingerprint`]); none in datasets measured before it
     /// was kept, which `workbench status` counts as stale.
     #[serde(default)]
-    pub fingerprint: Option<crate::run::fingerprint::Fingerprint>,
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// What a dataset was measured from: each input's hash, and one over all
+/// (made and compared by [`crate::run::fingerprint`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub hash: String,
+    pub inputs: std::collections::BTreeMap<String, String>,
 }
 
 /// The machine one cell ran on (a Slurm task's node).

@@ -24,18 +24,12 @@
 
 use crate::spec::{variants, Spec};
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// What a dataset was measured from: each input's hash, and one over all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    pub hash: String,
-    pub inputs: BTreeMap<String, String>,
-}
+pub use crate::data::manifest::Fingerprint;
 
 /// Where a file that does not exist stands in the inputs.
 const MISSING: &str = "missing";
