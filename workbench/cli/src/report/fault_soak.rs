@@ -17,11 +17,15 @@ pub const REPORT: Report = Report::of(registry::FAULT_SOAK, table, None);
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     let mut budget = None;
-    for w in ["flight", "soak"] {
-        let summary = select(&run.records, &[("kind", "summary"), ("workload", w)], &[])?;
-        if summary.height() == 0 {
-            continue;
+    let summaries = select(&run.records, &[("kind", "summary")], &[])?;
+    let mut workloads: Vec<String> = Vec::new();
+    for w in summaries.column("workload")?.str()?.iter().flatten() {
+        if !workloads.iter().any(|x| x == w) {
+            workloads.push(w.to_string());
         }
+    }
+    for w in workloads.iter().map(String::as_str) {
+        let summary = select(&run.records, &[("kind", "summary"), ("workload", w)], &[])?;
         let one = |col: &str| -> Result<Option<f64>> {
             Ok(values(run, &[("kind", "summary"), ("workload", w)], &[], col)?.first().copied())
         };
@@ -29,9 +33,16 @@ fn table(run: &Run) -> Result<Table> {
             |col: &str| -> Result<String> { Ok(summary.column(col)?.str()?.get(0).unwrap_or_default().to_string()) };
         let (warm, peak, b) = (one("warm_peak_rss_bytes")?, one("peak_rss_bytes")?, one("answer_budget_bytes")?);
         budget = budget.or(b);
-        let verdict = match (warm, peak, b) {
-            (Some(w), Some(p), Some(b)) if p <= w + b => "yes",
-            (Some(_), Some(_), Some(_)) => "NO",
+        let verdict = match (warm, peak, b, one("within_server_budget")?) {
+            (_, _, _, Some(within)) => {
+                if within > 0.0 {
+                    "yes"
+                } else {
+                    "NO"
+                }
+            }
+            (Some(w), Some(p), Some(b), None) if p <= w + b => "yes",
+            (Some(_), Some(_), Some(_), None) => "NO",
             _ => "?",
         };
         rows.push(row![
@@ -76,6 +87,20 @@ fn table(run: &Run) -> Result<Table> {
             )
         }
     };
+    let greedy = match values(run, &[("kind", "summary")], &[], "greedy_rows")?.first() {
+        None => String::new(),
+        Some(rows) => format!(
+            " greedy (a {}-row table of its own): the queries whose working sets had no bound before queries had a \
+             memory budget (uniqExact of every id; a quantile per user; every row sorted; GROUP BY every id, and \
+             every id and user), each alone on a fresh server (the row shows the largest growth) and the four that \
+             aggregate at once, under the query and server memory budgets named (--max-query-memory, \
+             --max-server-memory); a query past them is stopped (413) or refused (503), a sort of every row \
+             passes the result-row limit (413). For these rows RSS (base) is the server's with the table open, \
+             Peak RSS its high-water mark after, and Within says whether every server's peak stayed under its \
+             base plus the server budget.",
+            fmt::thousands(*rows as u64)
+        ),
+    };
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
     Ok(Table {
@@ -90,7 +115,7 @@ fn table(run: &Run) -> Result<Table> {
              expected). Warm peak is the RSS high-water mark after every worker answered the large query at once \
              (the working set of one answer per worker); Within says whether peak RSS stayed under warm peak plus \
              the answer budget ({}). Held is the answer bytes the server reported holding at the end of the \
-             flight. Crashes: 1 if the server had exited or did not answer a ping at the end.{}",
+             flight. Crashes: 1 if the server had exited or did not answer a ping at the end.{}{}",
             param("rows"),
             values(run, &[("kind", "summary"), ("workload", "flight")], &[], "answer_size_bytes")?
                 .first()
@@ -100,6 +125,7 @@ fn table(run: &Run) -> Result<Table> {
             param("clients"),
             budget.map_or_else(dash, fmt::bytes),
             kills,
+            greedy,
         ),
         header: vec![
             "Workload",

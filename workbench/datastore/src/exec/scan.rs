@@ -152,10 +152,11 @@ impl<'p> Reader<'p> {
     }
 
     /// Heap bytes of the granule held: its decoded columns (a small
-    /// scan's belong to the granule cache) and the filter's buffers.
+    /// scan's belong to the granule cache), the read buffers and the
+    /// filter's.
     pub(super) fn heap_bytes(&self) -> usize {
         let cols = if self.cached { 0 } else { self.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() };
-        cols + self.mask.capacity() + self.sel.capacity() * 4
+        cols + self.scratch.heap_bytes() + self.mask.capacity() + self.sel.capacity() * 4
     }
 
     pub(super) fn rows(&self) -> Rows<'_> {

@@ -350,6 +350,13 @@ pub struct Scratch {
     raw: Vec<u8>,
 }
 
+impl Scratch {
+    /// Heap bytes of the read buffers (a query's memory budget counts them).
+    pub fn heap_bytes(&self) -> usize {
+        self.comp.capacity() + self.raw.capacity()
+    }
+}
+
 impl Part {
     /// The part's `part.json` alone.
     pub fn read_meta(dir: &Path) -> Result<PartMeta> {

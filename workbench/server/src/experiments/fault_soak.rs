@@ -28,11 +28,21 @@
 //! twice: 0), `partial_batches` (a batch neither whole nor absent: 0), and
 //! each restart's time until it answers.
 //!
+//! Then `greedy`, on a table of `greedy_rows` rows of its own: the queries
+//! that grew a server without bound before queries had a memory budget
+//! ([`GREEDY`]: exact distinct count of every id, an exact quantile per
+//! user, a sort of every row, GROUP BY every id), each on a fresh server,
+//! alone and then four at once, under each pair of `greedy_budgets_mib`
+//! (`--max-query-memory`, `--max-server-memory`): statuses, the RSS before
+//! (baseline, the table opened) and its high-water mark after. The bound:
+//! peak RSS ≤ baseline + the server's budget.
+//!
 //! Params: `rows`, `connections`, `flight`, `clients`, `seconds`,
 //! `sample_ms`, `answer_budget_mib`, `conn_answer_budget_mib`, `kills`,
-//! `kill_writers`.
+//! `kill_writers`, `greedy_rows`, `greedy_budgets_mib`.
 //! Records: `kind = "sample"` (workload, t_s, rss_bytes),
-//! `kind = "summary"` (one per workload) and `kind = "kills"` (one).
+//! `kind = "summary"` (one per workload; the greedy ones one per budget
+//! and concurrency) and `kind = "kills"` (one).
 
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
@@ -68,6 +78,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     }
     let kills: usize = cell.param("kills", 0)?;
     let kill_writers: usize = cell.param("kill_writers", 2)?;
+    let greedy_rows: u64 = cell.param("greedy_rows", 0)?;
+    let greedy_budgets: Vec<[usize; 2]> = cell.param("greedy_budgets_mib", Vec::new())?;
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     workload::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;
@@ -142,7 +154,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             "answer_size_bytes": answer_size,
             "held_answer_bytes": held,
         }))?;
-        progress(i + 1, 2 + usize::from(kills > 0));
+        progress(i + 1, 2);
         if alive {
             server.stop()?;
         }
@@ -151,9 +163,99 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let dir = super::work_dir(cell)?.join("kill-db");
         let _ = std::fs::remove_dir_all(&dir);
         out.emit(run_kills(&dir, kills, kill_writers.max(1), cell.seed)?)?;
-        progress(3, 3);
+    }
+    if greedy_rows > 0 && !greedy_budgets.is_empty() {
+        let dir = super::work_dir(cell)?.join("greedy-db");
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = datastore::Db::open(&dir)?;
+        workload::load(&db, greedy_rows, cell.seed, 1_000_000.min(greedy_rows), true, |_, _| {})?;
+        drop(db);
+        for [query_mib, server_mib] in greedy_budgets {
+            for four in [false, true] {
+                out.emit(run_greedy(&dir, greedy_rows, query_mib << 20, server_mib << 20, four)?)?;
+            }
+        }
     }
     Ok(())
+}
+
+/// The queries whose working sets had no bound (the `greedy` workload).
+pub const GREEDY: [&str; 5] = [
+    "SELECT uniqExact(id) FROM t",
+    "SELECT user_id, quantile(0.9)(value) FROM t GROUP BY user_id ORDER BY user_id LIMIT 10",
+    "SELECT id, value FROM t ORDER BY value",
+    "SELECT id, user_id, sum(value) FROM t GROUP BY id, user_id ORDER BY id LIMIT 5",
+    "SELECT id, count() FROM t GROUP BY id ORDER BY id LIMIT 10",
+];
+
+/// The greedy queries on a fresh server with the budgets given: each alone
+/// (a server each, so that each has its own high-water mark; the largest
+/// reported), or the four that aggregate at once; the summary record.
+fn run_greedy(
+    dir: &std::path::Path,
+    rows: u64,
+    query: usize,
+    server_budget: usize,
+    four: bool,
+) -> Result<serde_json::Value> {
+    let flags = [
+        "--max-query-memory".to_string(),
+        query.to_string(),
+        "--max-server-memory".to_string(),
+        server_budget.to_string(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let statuses: Seen = Default::default();
+    let (mut baseline, mut peak) = (0u64, 0u64);
+    let t0 = Instant::now();
+    let sets: Vec<Vec<&str>> = if four {
+        vec![GREEDY.iter().copied().filter(|q| q.contains("GROUP BY") || q.contains("uniqExact")).collect()]
+    } else {
+        GREEDY.iter().map(|q| vec![*q]).collect()
+    };
+    let mut within = true;
+    for set in &sets {
+        let server = ServerChild::spawn(dir, None, &flags)?;
+        // The table opened (its index loaded) before the baseline is read.
+        crate::client::Client::connect(server.addr)?.execute("SELECT count() FROM t")?;
+        let base = server.rss().map_or(0, |r| r.rss);
+        let threads: Vec<_> = set
+            .iter()
+            .map(|q| {
+                let (addr, q, seen) = (server.addr, q.to_string(), statuses.clone());
+                std::thread::spawn(move || -> Result<()> {
+                    let mut s = Raw::connect(addr)?;
+                    s.send(&frame(protocol::QUERY, 1, 0, q.as_bytes()))?;
+                    let (st, _) = s.recv()?.context("a greedy query went unanswered")?;
+                    count(&seen, "greedy", st);
+                    Ok(())
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().map_err(|_| anyhow::anyhow!("a greedy query's thread panicked"))??;
+        }
+        let high = server.rss().map_or(0, |r| r.peak);
+        within &= high <= base + server_budget as u64;
+        if high.saturating_sub(base) >= peak.saturating_sub(baseline) {
+            (baseline, peak) = (base, high);
+        }
+        server.stop()?;
+    }
+    let seen = std::mem::take(&mut *statuses.lock().unwrap());
+    let text = seen
+        .get("greedy")
+        .map(|m| m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    Ok(json!({
+        "kind": "summary", "workload": format!("greedy {} MiB / {} MiB{}", query >> 20, server_budget >> 20, if four { ", four at once" } else { "" }),
+        "connections": if four { 4 } else { 1 }, "seconds": t0.elapsed().as_secs_f64(),
+        "calls": sets.iter().map(Vec::len).sum::<usize>(), "statuses": text, "acts": "",
+        "errors_5xx_internal": seen.get("greedy").and_then(|m| m.get(&500)).copied().unwrap_or(0),
+        "crashes": 0, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak,
+        "query_memory_bytes": query, "server_memory_bytes": server_budget, "greedy_rows": rows,
+        "within_server_budget": u64::from(within),
+    }))
 }
 
 /// Rows an insert batch of the kill workload.
