@@ -27,6 +27,10 @@ fn table(run: &Run) -> Result<Table> {
     for w in workloads.iter().map(String::as_str) {
         let summary = select(&run.records, &[("kind", "summary"), ("workload", w)], &[])?;
         let one = |col: &str| -> Result<Option<f64>> {
+            // A column a workload of its own adds (`within_server_budget`) is absent from older runs.
+            if run.records.column(col).is_err() {
+                return Ok(None);
+            }
             Ok(values(run, &[("kind", "summary"), ("workload", w)], &[], col)?.first().copied())
         };
         let text =
@@ -87,7 +91,11 @@ fn table(run: &Run) -> Result<Table> {
             )
         }
     };
-    let greedy = match values(run, &[("kind", "summary")], &[], "greedy_rows")?.first() {
+    let greedy_rows = match run.records.column("greedy_rows") {
+        Ok(_) => values(run, &[("kind", "summary")], &[], "greedy_rows")?,
+        Err(_) => Vec::new(),
+    };
+    let greedy = match greedy_rows.iter().find(|r| !r.is_nan()) {
         None => String::new(),
         Some(rows) => format!(
             " greedy (a {}-row table of its own): the queries whose working sets had no bound before queries had a \

@@ -446,6 +446,23 @@ impl Partial {
             + vec_bytes(&self.buf)
     }
 
+    /// The most that folding `other` in ([`Partial::merge`]) can allocate:
+    /// its groups as new ones, and without GROUP BY the one group's set
+    /// taking every value of `other`'s.
+    pub fn merge_headroom(&self, other: &Partial) -> usize {
+        if self.groups.width == 0 {
+            let sets = self.accs.iter().zip(&other.accs).map(|(a, b)| match (a, b) {
+                (Acc::Uniq(u), Acc::Uniq(v)) => match (u.first(), v.first()) {
+                    (Some(s), Some(t)) => map_growth(s.len(), s.capacity(), t.len(), 8),
+                    _ => 0,
+                },
+                _ => 0,
+            });
+            return sets.sum();
+        }
+        self.headroom(other.groups())
+    }
+
     /// The most that `rows` more rows (as many new groups at most) can
     /// allocate in the group maps and the per-group columns (see
     /// [`super::memory`] for what is not foreseen).

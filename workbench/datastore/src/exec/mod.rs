@@ -469,7 +469,7 @@ impl<'a> Plan<'a> {
             acct = first;
             stats.add(&s);
             for (p, s, held) in partials {
-                acct.set(total.heap_bytes() + total.headroom(p.groups()))?;
+                acct.set(total.heap_bytes() + total.merge_headroom(&p))?;
                 total.merge(q, aggs, schema, p);
                 drop(held);
                 stats.add(&s);
