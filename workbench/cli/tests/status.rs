@@ -76,7 +76,7 @@ fn status_follows_exactly_the_measured_inputs() {
     let rustc = workbench::data::manifest::rustc_version(&wt);
     let fp = |name: &str, sources: &fingerprint::Sources| {
         let spec = Spec::load(&wt.join(format!("experiments/{name}.toml"))).unwrap();
-        fingerprint::compute(&wt, sources, &spec, spec.variants_at(Scale::Quick), &rustc, None).unwrap()
+        fingerprint::compute(&wt, sources, &spec, Scale::Quick, &rustc, None).unwrap()
     };
     let (codec_fp, server_fp) = (fp("heap-growth", &subject), fp("throughput", &server));
     assert!(server_fp.inputs.contains_key("file:scripts/chdb_engine.py"), "a peer script the cells run");
@@ -127,6 +127,10 @@ fn status_follows_exactly_the_measured_inputs() {
         other => panic!("{other:?}"),
     }
     assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+    // The other scale's settings are not what a quick run ran.
+    std::fs::write(&spec, text.replace("messages = 1000000", "messages = 2000000")).unwrap();
+    assert_ne!(std::fs::read_to_string(&spec).unwrap(), text, "the full scale's messages edited");
+    assert_eq!(verdict(&wt, &data, "heap-growth"), Freshness::Fresh);
 
     git(&root, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&scratch);

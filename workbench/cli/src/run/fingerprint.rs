@@ -12,7 +12,8 @@
 //! - `rustc`: the compiler's version;
 //! - `variant:<name>`: the variant's definition (features, allocator,
 //!   profile settings, PGO/BOLT steps);
-//! - `spec`: the spec as parsed and run.
+//! - `spec`: the spec as parsed and run at the run's scale (the other
+//!   scale's settings left out: a quick parameter does not age a full run).
 //!
 //! A file's hash is its git blob id (`git hash-object`), so that the first
 //! commit that changed it can be found; a fact's is the text itself. The
@@ -22,7 +23,7 @@
 //! when some input changed, and *unknown* (treated as stale) when its
 //! manifest has no fingerprint.
 
-use crate::spec::{variants, Spec};
+use crate::spec::{variants, Scale, Spec};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -185,10 +186,10 @@ fn text_id(root: &Path, text: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The files a cell executes that the spec names in its params (any scale):
+/// The files a cell executes that the spec names in its params at `scale`:
 /// strings that are paths of existing files, relative to `root` or
 /// absolute; a `.venv` interpreter stands for the pins it was installed from.
-pub fn peer_files(root: &Path, spec: &Spec) -> BTreeSet<String> {
+pub fn peer_files(root: &Path, spec: &Spec, scale: Scale) -> BTreeSet<String> {
     fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
         match v {
             serde_json::Value::String(s) => out.push(s.clone()),
@@ -198,10 +199,8 @@ pub fn peer_files(root: &Path, spec: &Spec) -> BTreeSet<String> {
         }
     }
     let mut found = Vec::new();
-    for scale in crate::spec::Scale::PREFERRED {
-        for v in spec.scale(scale).params.values() {
-            strings(v, &mut found);
-        }
+    for v in spec.scale(scale).params.values() {
+        strings(v, &mut found);
     }
     let mut out = BTreeSet::new();
     for s in found {
@@ -223,13 +222,13 @@ pub fn compute(
     root: &Path,
     sources: &Sources,
     spec: &Spec,
-    variants_run: &[String],
+    scale: Scale,
     rustc: &str,
     at: Option<&str>,
 ) -> Result<Fingerprint> {
     let mut files: Vec<(String, String)> = sources.files.iter().map(|s| (format!("src:{s}"), s.clone())).collect();
     files.push(("file:Cargo.lock".into(), "Cargo.lock".into()));
-    files.extend(peer_files(root, spec).into_iter().map(|p| (format!("file:{p}"), p)));
+    files.extend(peer_files(root, spec, scale).into_iter().map(|p| (format!("file:{p}"), p)));
     let paths: Vec<String> = files.iter().map(|(_, p)| p.clone()).collect();
     let ids = match at {
         Some(rev) => blob_ids_at(root, rev, &paths)?,
@@ -237,14 +236,24 @@ pub fn compute(
     };
     let mut inputs: BTreeMap<String, String> = files.into_iter().map(|(k, _)| k).zip(ids).collect();
     inputs.insert("rustc".into(), rustc.to_string());
-    for v in variants_run {
+    for v in spec.variants_at(scale) {
         inputs.insert(format!("variant:{v}"), variant_definition(v));
     }
-    inputs.insert("spec".into(), text_id(root, &serde_json::to_string(spec)?)?);
+    inputs.insert("spec".into(), spec_id(root, spec, scale)?);
     for b in &sources.without_dep_info {
         inputs.insert(format!("dep-info:{b}"), MISSING.into());
     }
     seal(root, inputs)
+}
+
+/// The blob id of the spec as run at `scale`: without the other scale's settings.
+fn spec_id(root: &Path, spec: &Spec, scale: Scale) -> Result<String> {
+    let mut v = serde_json::to_value(spec)?;
+    let other = if scale == Scale::Quick { Scale::Full } else { Scale::Quick };
+    if let Some(m) = v.as_object_mut() {
+        m.remove(other.name());
+    }
+    text_id(root, &serde_json::to_string(&v)?)
 }
 
 /// A variant's definition as the runner builds it.
@@ -257,9 +266,9 @@ fn seal(root: &Path, inputs: BTreeMap<String, String>) -> Result<Fingerprint> {
     Ok(Fingerprint { hash: text_id(root, &listing)?, inputs })
 }
 
-/// The same inputs as `old`, hashed as they are now (the spec as `spec`
-/// parses now, the compiler `rustc`).
-pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, rustc: &str) -> Result<Fingerprint> {
+/// The same inputs as `old` (a run at `scale`), hashed as they are now
+/// (the spec as `spec` parses now, the compiler `rustc`).
+pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, scale: Scale, rustc: &str) -> Result<Fingerprint> {
     let files: Vec<(&String, String)> = old
         .inputs
         .keys()
@@ -273,13 +282,13 @@ pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, rustc: &str) -> Result<F
         } else if let Some(v) = k.strip_prefix("variant:") {
             inputs.insert(k.clone(), variant_definition(v));
         } else if k == "spec" {
-            inputs.insert(k.clone(), text_id(root, &serde_json::to_string(spec)?)?);
+            inputs.insert(k.clone(), spec_id(root, spec, scale)?);
         } else if k.starts_with("dep-info:") {
             inputs.insert(k.clone(), old.inputs[k].clone());
         }
     }
     // A peer the spec names now that it did not then.
-    for p in peer_files(root, spec) {
+    for p in peer_files(root, spec, scale) {
         if let std::collections::btree_map::Entry::Vacant(e) = inputs.entry(format!("file:{p}")) {
             e.insert(blob_ids(root, std::slice::from_ref(&p))?.remove(0));
         }
@@ -376,7 +385,7 @@ pub fn freshness(
     if let Some(k) = then.inputs.keys().find(|k| k.starts_with("dep-info:")) {
         return Ok(Freshness::Unknown(format!("sources not recorded ({k})")));
     }
-    let now = now(root, then, spec, rustc)?;
+    let now = now(root, then, spec, m.scale, rustc)?;
     let spec_rel = spec_path.strip_prefix(root).unwrap_or(spec_path).to_string_lossy().into_owned();
     let changed: Vec<(String, String)> = changed(then, &now)
         .into_iter()
@@ -396,7 +405,7 @@ pub fn freshness(
 /// One dataset at one scale, as `workbench status` shows it.
 pub struct Entry {
     pub dataset: String,
-    pub scale: crate::spec::Scale,
+    pub scale: Scale,
     /// Its newest run (none: never run at this scale).
     pub run: Option<PathBuf>,
     /// Whether readers are shown this run (the paper, its macros, the claims).
@@ -412,7 +421,7 @@ impl Entry {
 }
 
 /// The freshness of every spec's newest run at each of `scales`.
-pub fn survey(root: &Path, data: &Path, scales: &[crate::spec::Scale]) -> Result<Vec<Entry>> {
+pub fn survey(root: &Path, data: &Path, scales: &[Scale]) -> Result<Vec<Entry>> {
     use crate::data::dataset;
     let rustc = crate::data::manifest::rustc_version(root);
     let mut out = Vec::new();

@@ -458,7 +458,7 @@ pub(crate) fn assemble(
     });
     let rustc = manifest::rustc_version(&opts.root);
     let at = (!dirty).then_some(rev.as_str());
-    let fingerprint = fingerprint::compute(&opts.root, &sources, spec, spec.variants_at(opts.scale), &rustc, at)
+    let fingerprint = fingerprint::compute(&opts.root, &sources, spec, opts.scale, &rustc, at)
         .context("fingerprinting the run's inputs")?;
     let m = Manifest {
         // The dataset's name: two studies of one subject experiment stay apart.
