@@ -46,6 +46,24 @@ python3 scripts/modgraph.py
 # and the release build after it 727 -> 570 s.
 step "cargo clippy --release --all-targets -D warnings"
 cargo clippy --release --workspace --all-targets -- -D warnings
+step "build the tests (release profile)"
+# The tests' build first, so that the check below can follow it.
+cargo test --release --workspace --no-run
+# The main job builds with `cargo build` (scripts/quick.sh), which must
+# compile nothing the tests' build did not: a dev-dependency that turns on a
+# feature of a shared crate (proptest's `fork` did, through rustix and every
+# polars crate) makes each command compile it again after the other.
+# Nothing to compile, this takes a second. It also writes cargo's dep-info
+# beside each binary (`target/release/<bin>.d`, which a test build does not),
+# which the fingerprint test reads as the runner reads a variant's.
+step "the main job's build within the tests' (cargo build compiles nothing)"
+build_log=$(cargo build --release --workspace 2>&1) || { echo "$build_log"; exit 1; }
+if grep -q '^ *Compiling' <<<"$build_log"; then
+    echo "$build_log" | grep '^ *Compiling'
+    echo "test: \`cargo build --release --workspace\` compiled the crates above after the tests' build;" \
+        "a dev-dependency changes a shared crate's features (cargo tree -e features -i CRATE shows which)" >&2
+    exit 1
+fi
 step "tests (release profile)"
 # PERF (test time): cargo-nextest runs the test binaries' tests side by side
 # on both cores (.config/nextest.toml: the longest first, the timing test
@@ -59,19 +77,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     echo "test: cargo-nextest not found; running the tests one binary at a time (cargo test)"
     cargo test --release --workspace
-fi
-# The main job builds with `cargo build` (scripts/quick.sh), which must
-# compile nothing the tests' build did not: a dev-dependency that turns on a
-# feature of a shared crate (proptest's `fork` did, through rustix and every
-# polars crate) makes each command compile it again after the other.
-# Nothing to compile, this takes a second.
-step "the main job's build within the tests' (cargo build compiles nothing)"
-build_log=$(cargo build --release --workspace 2>&1) || { echo "$build_log"; exit 1; }
-if grep -q '^ *Compiling' <<<"$build_log"; then
-    echo "$build_log" | grep '^ *Compiling'
-    echo "test: \`cargo build --release --workspace\` compiled the crates above after the tests' build;" \
-        "a dev-dependency changes a shared crate's features (cargo tree -e features -i CRATE shows which)" >&2
-    exit 1
 fi
 # The probe's per-variant tests need the allocator feature on; one at a time
 # because dhat and jemalloc are both global allocators. NOTE: features are

@@ -68,7 +68,12 @@ fn status_follows_exactly_the_measured_inputs() {
     let subject = fingerprint::sources(&root, &[bin_dir().join("subject")]);
     let server = fingerprint::sources(&root, &[bin_dir().join("datastore-load"), bin_dir().join("datastore-server")]);
     let json = "workbench/subjects/src/codecs/json.rs";
-    assert!(subject.without_dep_info.is_empty() && server.without_dep_info.is_empty());
+    assert!(
+        subject.without_dep_info.is_empty() && server.without_dep_info.is_empty(),
+        "no dep-info beside the binaries in {}: `cargo build --release --workspace` writes it (a test build does \
+         not; scripts/test.sh runs the build first)",
+        bin_dir().display()
+    );
     assert!(subject.files.contains(json), "{:?}", subject.files);
     assert!(!server.files.contains(json) && server.files.contains("workbench/datastore/src/storage/table.rs"));
     assert!(subject.files.iter().all(|f| !f.starts_with("target/") && !f.starts_with(".git/")));
