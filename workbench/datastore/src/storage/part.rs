@@ -96,7 +96,7 @@ enum Buf {
 pub struct PartWriter {
     schema: Arc<Schema>,
     table_dir: PathBuf,
-    tmp: PathBuf,
+    tmp: TmpDir,
     meta: PartMeta,
     bufs: Vec<Buf>,
     dicts: Vec<Option<StringIds>>,
@@ -114,7 +114,7 @@ impl PartWriter {
     /// `tmp_<part name>` (block numbers are unique, so writers never share one).
     pub fn new(schema: Arc<Schema>, table_dir: &Path, min_block: u64, max_block: u64, level: u32) -> Result<Self> {
         let name = PartMeta::dir_name(min_block, max_block, level);
-        let tmp = table_dir.join(format!("tmp_{name}"));
+        let tmp = TmpDir(table_dir.join(format!("tmp_{name}")));
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).at(&tmp)?;
         }
@@ -271,7 +271,7 @@ impl PartWriter {
         write("primary.idx".into(), &serde_json::to_vec(&index).expect("values serialize"))?;
         write("part.json".into(), &serde_json::to_vec_pretty(&self.meta).expect("meta serializes"))?;
         sync_dir(&self.tmp)?;
-        let tmp = std::mem::take(&mut self.tmp);
+        let tmp = TmpDir(self.tmp.keep());
         Ok(Some(Written {
             meta: self.meta.clone(),
             dest: self.table_dir.join(&self.meta.name),
@@ -281,20 +281,44 @@ impl PartWriter {
     }
 }
 
-impl Drop for PartWriter {
+/// A part's directory while it is written, deleted when dropped unless
+/// kept ([`TmpDir::keep`]): a failed write (a full disk) gives its space
+/// back at once, and the next open has nothing to clean.
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    /// The path, no longer deleted on drop.
+    fn keep(&mut self) -> PathBuf {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
     fn drop(&mut self) {
-        // `finish` takes the path; a writer dropped with it failed.
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_dir_all(&self.tmp);
+        if !self.0.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 }
 
 /// A part written and fsynced under its `tmp_` name, not yet in place.
-/// Dropped unpublished, it deletes itself.
+/// Dropped unpublished (a failed rename too), it deletes itself.
 pub struct Written {
     pub meta: PartMeta,
-    tmp: PathBuf,
+    tmp: TmpDir,
     dest: PathBuf,
     table_dir: PathBuf,
 }
@@ -303,21 +327,10 @@ impl Written {
     /// Renames the part into place and makes the rename durable (the table
     /// directory fsynced): from here a crash keeps it.
     pub fn publish(mut self) -> Result<PartMeta> {
-        let tmp = std::mem::take(&mut self.tmp);
-        if let Err(e) = std::fs::rename(&tmp, &self.dest).at(&self.dest) {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
+        std::fs::rename(&self.tmp, &self.dest).at(&self.dest)?;
+        self.tmp.keep();
         sync_dir(&self.table_dir)?;
         Ok(self.meta.clone())
-    }
-}
-
-impl Drop for Written {
-    fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_dir_all(&self.tmp);
-        }
     }
 }
 

@@ -225,13 +225,24 @@ impl Table {
         failpoint::hit(Point::InsertPartWritten, &self.dir).at(&self.dir)?;
         let meta = written.publish()?;
         failpoint::hit(Point::InsertRenamed, &self.dir).at(&self.dir)?;
-        let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
+        let part = self.open_published(&meta)?;
         self.publish(part, &[]);
         // NOTE: the block leaves the in-flight set only after its part is
         // visible: a merge that reads the set, then the parts, sees it in one.
         drop(block);
         failpoint::hit(Point::InsertVisible, &self.dir).at(&self.dir)?;
         Ok(Some(meta))
+    }
+
+    /// Opens a part just renamed into place. If it cannot be opened (out of
+    /// file descriptors, say), the call fails and the part is removed
+    /// again: its rows were never acknowledged, and left on disk they would
+    /// appear after a restart, twice if the client retried.
+    fn open_published(&self, meta: &PartMeta) -> Result<Arc<Part>> {
+        let dir = self.dir.join(&meta.name);
+        Part::open(self.schema.clone(), &dir).map(Arc::new).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })
     }
 
     /// Makes `part` visible in place of `inputs`.
@@ -332,7 +343,7 @@ impl Table {
         failpoint::hit(Point::MergeWritten, &self.dir).at(&self.dir)?;
         let meta = written.publish()?;
         failpoint::hit(Point::MergeRenamed, &self.dir).at(&self.dir)?;
-        let part = Arc::new(Part::open(self.schema.clone(), &self.dir.join(&meta.name))?);
+        let part = self.open_published(&meta)?;
         self.publish(part, &inputs);
         // NOTE: queries holding an input keep its files open; deleting the
         // directory only unlinks the names. Renaming first makes the removal
