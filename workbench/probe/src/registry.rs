@@ -15,6 +15,12 @@
 //! Adding an experiment: one `pub const` below and its line in [`ALL`]; then
 //! the binary's run function, its spec file and its report, each keyed by
 //! this constant.
+//!
+//! The codecs and transport stacks a subject experiment runs over are named
+//! here too ([`Codec`], [`Transport`]: name, label, idiom mark), so that the
+//! CLI can validate a spec and label a table without linking the subjects.
+//! Adding a codec: its line in [`Codec`] and its file in `subjects::codecs`;
+//! the compiler then asks for its arm in `subjects::codecs::run_with`.
 
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +156,101 @@ pub const IO_WAKEUP: Experiment = Experiment::new("io-wakeup", Server, Params, U
 pub const SERVER_HEAP_GROWTH: Experiment = Experiment::new("server-heap-growth", Server, Params, Any);
 pub const FAULT_SOAK: Experiment = Experiment::new("fault-soak", Server, Params, Any);
 pub const THROUGHPUT: Experiment = Experiment::new("throughput", Server, Params, Uncounted);
+
+/// Declares a list of named things (codecs, transports) once: the enum, its
+/// `ALL` in table order, and each one's name in specs and records, its label
+/// in tables and legends, and whether it is the peer's documented fastest
+/// idiom (marked `*`). A crate that runs them matches on the enum, so a
+/// missing arm is a compile error.
+macro_rules! named {
+    ($(#[$doc:meta])* $ty:ident { $($(#[$vdoc:meta])* $v:ident = $name:literal, $label:literal, $idiom:literal;)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $ty {
+            $($(#[$vdoc])* $v,)*
+        }
+
+        impl $ty {
+            /// Every one, in table order.
+            pub const ALL: &'static [$ty] = &[$($ty::$v),*];
+
+            /// Its name in specs, cells and records.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($ty::$v => $name,)*
+                }
+            }
+
+            /// Its label in tables and figure legends (without the idiom mark).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $($ty::$v => $label,)*
+                }
+            }
+
+            /// Whether it is the peer's documented fastest idiom (`*` in tables).
+            pub const fn idiom(self) -> bool {
+                match self {
+                    $($ty::$v => $idiom,)*
+                }
+            }
+
+            /// The one called `name`.
+            pub fn find(name: &str) -> Option<$ty> {
+                $ty::ALL.iter().copied().find(|c| c.name() == name)
+            }
+
+            /// Every name, in table order.
+            pub fn names() -> Vec<&'static str> {
+                $ty::ALL.iter().map(|c| c.name()).collect()
+            }
+        }
+    };
+}
+
+named! {
+    /// The codecs of `subjects::codecs` (the vote encoded and decoded in memory).
+    Codec {
+        Zap = "zap", "ZAP", false;
+        FlatBuffers = "flatbuffers", "FlatBuffers", false;
+        FlatBuffersStruct = "flatbuffers-struct", "FlatBuffers (fixed arrays)", true;
+        Capnp = "capnp", "Cap'n Proto", false;
+        CapnpScratch = "capnp-scratch", "Cap'n Proto (scratch, no-alloc read)", true;
+        Protobuf = "protobuf", "Protobuf (prost)", false;
+        ProtobufReuse = "protobuf-reuse", "Protobuf (prost, reused message)", false;
+        ProtobufBytes = "protobuf-bytes", "Protobuf (prost, Bytes fields)", true;
+        JsonRpc = "json-rpc", "JSON-RPC", false;
+        JsonRpcBorrowed = "json-rpc-borrowed", "JSON-RPC (borrowed)", true;
+    }
+}
+
+named! {
+    /// The transport stacks of `subjects::transports` (one round trip over loopback).
+    Transport {
+        /// The floor: bytes echoed, nothing decoded.
+        RawTcp = "raw-tcp", "Raw TCP echo (floor)", false;
+        ZapRpc = "zap-tcp", "ZAP (TCP, RPC)", false;
+        ZapFramed = "zap-framed", "ZAP (TCP, framed)", false;
+        FlatBuffersTcp = "flatbuffers-tcp", "FlatBuffers (TCP)", false;
+        CapnpTcp = "capnp-tcp", "Cap'n Proto (TCP)", false;
+        CapnpRpc = "capnp-rpc", "Cap'n Proto (capnp-rpc)", false;
+        ProtobufTcp = "protobuf-tcp", "Protobuf (TCP, framed)", false;
+        Mux = "protobuf-mux", "Protobuf-mux (yamux)", false;
+        Grpc = "grpc", "gRPC (tonic)", false;
+        Quic = "quic", "QUIC (quinn, raw)", false;
+        JsonHttp = "json-rpc-http", "JSON-RPC (hyper HTTP/1.1)", false;
+    }
+}
+
+/// How a codec or transport stack reads in tables and legends: its label,
+/// marked `*` when it is the peer's documented fastest idiom; an unknown
+/// name as it is.
+pub fn display_name(name: &str) -> String {
+    if let Some(c) = Codec::find(name) {
+        return format!("{}{}", c.label(), if c.idiom() { "*" } else { "" });
+    }
+    Transport::find(name).map_or_else(|| name.to_string(), |t| t.label().to_string())
+}
 
 /// Every dataset, in the order its tables are listed.
 pub const ALL: &[Experiment] = &[

@@ -545,25 +545,25 @@ pub fn stats(sh: &Shared) -> String {
     let c = &sh.counters;
     let je = probe::jemalloc_now();
     let totals = probe::heap_totals();
-    serde_json::json!({
-        "variant": probe::VARIANT.name(),
-        "rss_bytes": rss.map(|r| r.rss),
-        "peak_rss_bytes": rss.map(|r| r.peak),
-        "live_heap_bytes": probe::live_heap(),
-        "total_allocs": totals.map(|t| t.0),
-        "total_bytes": totals.map(|t| t.1),
-        "peak_heap_bytes": totals.map(|t| t.2),
-        "jemalloc_allocated": je.map(|j| j.allocated),
-        "jemalloc_active": je.map(|j| j.active),
-        "jemalloc_resident": je.map(|j| j.resident),
-        "connections": sh.connections.load(Ordering::Relaxed),
-        "accepted": c.accepted.load(Ordering::Relaxed),
-        "refused": c.refused.load(Ordering::Relaxed),
-        "calls": c.calls.load(Ordering::Relaxed),
-        "errors": c.errors.load(Ordering::Relaxed),
-        "answer_bytes": sh.handler.budget().used(),
-        "closed_stalled": c.closed_stalled.load(Ordering::Relaxed),
-        "closed_unread": c.closed_unread.load(Ordering::Relaxed),
-    })
-    .to_string()
+    let stats = records::server::Stats {
+        variant: probe::VARIANT.name().to_string(),
+        rss_bytes: rss.map(|r| r.rss),
+        peak_rss_bytes: rss.map(|r| r.peak),
+        live_heap_bytes: probe::live_heap(),
+        total_allocs: totals.map(|t| t.0),
+        total_bytes: totals.map(|t| t.1),
+        peak_heap_bytes: totals.map(|t| t.2),
+        jemalloc_allocated: je.map(|j| j.allocated),
+        jemalloc_active: je.map(|j| j.active),
+        jemalloc_resident: je.map(|j| j.resident),
+        connections: sh.connections.load(Ordering::Relaxed) as u64,
+        accepted: c.accepted.load(Ordering::Relaxed) as u64,
+        refused: c.refused.load(Ordering::Relaxed) as u64,
+        calls: c.calls.load(Ordering::Relaxed) as u64,
+        errors: c.errors.load(Ordering::Relaxed) as u64,
+        answer_bytes: sh.handler.budget().used() as u64,
+        closed_stalled: c.closed_stalled.load(Ordering::Relaxed) as u64,
+        closed_unread: c.closed_unread.load(Ordering::Relaxed) as u64,
+    };
+    serde_json::to_string(&stats).unwrap_or_default()
 }

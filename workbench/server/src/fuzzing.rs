@@ -150,8 +150,8 @@ impl Target {
         let mut c = crate::client::Client::connect(self.running.addr).map_err(|e| Failure::Dead(e.to_string()))?;
         let p = c.stats().map_err(|e| Failure::Dead(e.to_string()))?;
         let text = c.wait_text(p).map_err(|e| Failure::Dead(e.to_string()))?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Failure::Garbled(e.to_string()))?;
-        Ok(v["answer_bytes"].as_u64().unwrap_or(u64::MAX))
+        let v: records::server::Stats = serde_json::from_str(&text).map_err(|e| Failure::Garbled(e.to_string()))?;
+        Ok(v.answer_bytes)
     }
 }
 

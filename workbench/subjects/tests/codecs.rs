@@ -7,13 +7,16 @@
 //! instead of compiling it a second time in test mode (see Cargo.toml).
 
 use anyhow::Result;
-use subjects::codecs::{run_with, Codec, Side, WithCodec, NAMES};
+use probe::registry;
+use subjects::codecs::{run_with, Codec, Side, WithCodec};
+use subjects::experiments::{Runs, EXPERIMENTS};
 use subjects::vote::{same_bytes, VoteData};
 
-struct RoundTrip(usize);
+struct RoundTrip(usize, registry::Codec);
 impl WithCodec for RoundTrip {
     type Out = Result<usize>;
     fn run<C: Codec>(self) -> Result<usize> {
+        anyhow::ensure!(C::ID == self.1, "{:?} dispatches to {}", self.1, C::NAME);
         let (mut client, mut server) = (C::new(), C::new());
         let mut v = VoteData::with_payload(self.0);
         v.set(7, 3);
@@ -36,12 +39,29 @@ impl WithCodec for RoundTrip {
 
 #[test]
 fn every_codec_round_trips_and_rejects() {
-    for name in NAMES {
+    for &id in registry::Codec::ALL {
         for size in [0, 64, 1024] {
-            run_with(name, RoundTrip(size)).unwrap().unwrap_or_else(|e| panic!("{name} size {size}: {e:#}"));
+            run_with(id, RoundTrip(size, id)).unwrap_or_else(|e| panic!("{id:?} size {size}: {e:#}"));
         }
     }
-    assert!(run_with("nope", RoundTrip(0)).is_none());
+}
+
+#[test]
+fn every_subject_entry_runs_once_over_what_the_registry_says() {
+    let mut names: Vec<&str> = EXPERIMENTS.iter().map(|(e, _)| e.runs).collect();
+    names.sort_unstable();
+    let n = names.len();
+    names.dedup();
+    assert_eq!(n, names.len(), "an entry listed twice");
+    assert_eq!(names.len(), registry::Target::Subject.experiments().len());
+    for (e, runs) in EXPERIMENTS {
+        let over = match runs {
+            Runs::Codecs(_) => registry::Over::Codecs,
+            Runs::Transports(_) => registry::Over::Transports,
+        };
+        assert_eq!(e.over, over, "{}", e.name);
+        assert_eq!(e.target, registry::Target::Subject, "{}", e.name);
+    }
 }
 
 #[test]

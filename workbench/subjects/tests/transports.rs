@@ -6,13 +6,15 @@
 //! here.
 
 use anyhow::Result;
-use subjects::transports::{pin_current_thread, run_with, Transport, WithTransport, NAMES};
+use probe::registry;
+use subjects::transports::{pin_current_thread, run_with, Transport, WithTransport};
 use subjects::vote::VoteData;
 
-struct Trips(usize);
+struct Trips(usize, registry::Transport);
 impl WithTransport for Trips {
     type Out = Result<()>;
     fn run<T: Transport>(self) -> Result<()> {
+        anyhow::ensure!(T::ID == self.1, "{:?} dispatches to {}", self.1, T::NAME);
         let mut t = T::start(9, self.0)?;
         let mut v = VoteData::with_payload(self.0);
         for i in 0..50 {
@@ -65,9 +67,9 @@ fn a_pinned_thread_runs_on_its_core_alone() {
 
 #[test]
 fn every_transport_round_trips_over_loopback() {
-    for name in NAMES {
+    for &id in registry::Transport::ALL {
         for size in [0, 1024] {
-            run_with(name, Trips(size)).unwrap().unwrap_or_else(|e| panic!("{name} size {size}: {e:#}"));
+            run_with(id, Trips(size, id)).unwrap_or_else(|e| panic!("{id:?} size {size}: {e:#}"));
         }
     }
 }

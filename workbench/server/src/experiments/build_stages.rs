@@ -10,7 +10,7 @@
 
 use super::{Cell, Experiment, Records};
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::build_stages::{Binary, Written};
 
 pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::BUILD_STAGES.runs, run };
 
@@ -30,6 +30,6 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         _ => None,
     };
     let _ = std::fs::remove_file(&stripped);
-    out.emit(json!({"kind": "binary", "binary_bytes": bytes, "stripped_bytes": stripped_bytes}))?;
+    out.emit(&Written::Binary(Binary { binary_bytes: bytes, stripped_bytes }))?;
     (super::throughput::EXPERIMENT.run)(cell, out)
 }

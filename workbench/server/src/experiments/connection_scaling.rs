@@ -13,7 +13,7 @@
 
 use super::{open_files_limit, ping_once, progress, Cell, Experiment, Records, ServerChild};
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::connection_scaling::{Failed, Ours, Peer, PeerKind, Theirs};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -73,21 +73,21 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         }
         std::thread::sleep(settle);
         let s = server.stats(&mut ctl)?;
-        out.emit(json!({
-            "server": "ours",
-            "query": TRIVIAL,
-            "connections": n,
-            "server_connections": s["connections"],
-            "rss_bytes": s["rss_bytes"],
-            "peak_rss_bytes": s["peak_rss_bytes"],
-            "live_heap_bytes": s["live_heap_bytes"],
-            "jemalloc_allocated": s["jemalloc_allocated"],
-            "jemalloc_active": s["jemalloc_active"],
-            "jemalloc_resident": s["jemalloc_resident"],
-            "server_threads": threads(server.pid()),
-            "server_open_files_limit": server_fds,
-            "driver_open_files_limit": fds,
-        }))?;
+        out.emit(&Ours {
+            server: "ours".into(),
+            query: TRIVIAL.into(),
+            connections: n as u64,
+            server_connections: Some(s.connections),
+            rss_bytes: s.rss_bytes,
+            peak_rss_bytes: s.peak_rss_bytes,
+            live_heap_bytes: s.live_heap_bytes,
+            jemalloc_allocated: s.jemalloc_allocated,
+            jemalloc_active: s.jemalloc_active,
+            jemalloc_resident: s.jemalloc_resident,
+            server_threads: threads(server.pid()),
+            server_open_files_limit: server_fds,
+            driver_open_files_limit: Some(fds),
+        })?;
         progress(i + 1, steps.len());
     }
     drop(held);
@@ -142,8 +142,15 @@ fn clickhouse(
     let label = proto.label();
     if !bin.exists() {
         eprintln!("note: clickhouse-server not measured: {} does not exist", bin.display());
-        return out.emit(json!({"server": label, "kind": "peer", "available": false,
-            "reason": format!("{} does not exist (scripts/setup.sh installs it with WB_PEERS=1)", bin.display())}));
+        return out.emit(&Peer {
+            server: label.into(),
+            kind: PeerKind::Peer,
+            available: false,
+            reason: Some(format!("{} does not exist (scripts/setup.sh installs it with WB_PEERS=1)", bin.display())),
+            version: None,
+            server_open_files_limit: None,
+            query: None,
+        });
     }
     let dir = super::work_dir(cell)?.join(label);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -198,8 +205,15 @@ fn clickhouse(
         };
         let (_, version) = version;
         let server_fds = open_files_limit(child.id());
-        out.emit(json!({"server": label, "kind": "peer", "available": true,
-            "version": version.trim(), "server_open_files_limit": server_fds, "query": TRIVIAL}))?;
+        out.emit(&Peer {
+            server: label.into(),
+            kind: PeerKind::Peer,
+            available: true,
+            reason: None,
+            version: Some(version.trim().into()),
+            server_open_files_limit: server_fds,
+            query: Some(TRIVIAL.into()),
+        })?;
         let native: SocketAddr = format!("127.0.0.1:{tcp}").parse()?;
         http_post(addr, "CREATE TABLE one (x UInt64) ENGINE = Memory")?;
         http_post(addr, "INSERT INTO one VALUES (1)")?;
@@ -228,22 +242,22 @@ fn clickhouse(
                 }
             }
             if let Some(e) = failed {
-                out.emit(json!({"server": label, "connections": n, "reached": held.len(), "error": e}))?;
+                out.emit(&Failed { server: label.into(), connections: n as u64, reached: held.len() as u64, error: e })?;
                 break;
             }
             std::thread::sleep(settle);
             let Some(rss) = probe::rss::read_pid(child.id()) else {
                 bail!("clickhouse-server exited at {n} connections")
             };
-            out.emit(json!({
-                "server": label,
-                "connections": n,
-                "rss_bytes": rss.rss,
-                "peak_rss_bytes": rss.peak,
-                "server_threads": threads(child.id()),
-                "server_open_files_limit": server_fds,
-                "driver_open_files_limit": driver_fds,
-            }))?;
+            out.emit(&Theirs {
+                server: label.into(),
+                connections: n as u64,
+                rss_bytes: rss.rss,
+                peak_rss_bytes: rss.peak,
+                server_threads: threads(child.id()),
+                server_open_files_limit: server_fds,
+                driver_open_files_limit: Some(driver_fds),
+            })?;
             progress(i + 1, steps.len());
         }
         Ok(())

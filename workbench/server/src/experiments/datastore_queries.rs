@@ -9,14 +9,12 @@
 //! at its peak.
 //!
 //! Params: `rows`, `batch` (rows per insert when loading), `runs`, `threads`.
-//! Records: `kind = "table"`: rows, parts, disk_bytes; `kind = "query"`:
-//! threads, query, run, ms, threads_used, passes; `kind = "memory"`:
-//! threads, rss_open_bytes, rss_after_bytes, rss_peak_bytes.
+//! Records: [`records::server::datastore_queries`].
 
 use super::{progress, Cell, Experiment, Records};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::datastore_queries::{Memory, Query, Record, Table};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,7 +37,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let t = db.table("t")?;
     let parts = t.snapshot();
     let disk: u64 = parts.iter().map(|p| p.meta.columns.iter().map(|c| c.compressed).sum::<u64>()).sum();
-    out.emit(json!({"kind": "table", "rows": rows, "parts": parts.len(), "disk_bytes": disk}))?;
+    out.emit(&Record::Table(Table { rows, parts: parts.len() as u64, disk_bytes: disk }))?;
     drop((parts, t, db));
 
     let exe = std::env::current_exe().context("locating this executable")?;
@@ -53,9 +51,9 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let stdout = child.stdout.take().context("engine stdout")?;
         for line in std::io::BufReader::new(stdout).lines() {
             let line = line?;
-            let rec: serde_json::Value =
+            let rec: Record =
                 serde_json::from_str(&line).with_context(|| format!("the engine printed {line:?}"))?;
-            out.emit(rec)?;
+            out.emit(&rec)?;
         }
         let status = child.wait()?;
         if !status.success() {
@@ -83,12 +81,22 @@ pub fn engine(data: &Path, runs: usize, threads: usize) -> Result<()> {
             std::hint::black_box(r);
             // Round 0 warms the page cache and the allocator.
             if round > 0 {
-                out.emit(json!({"kind": "query", "threads": threads, "query": name, "run": round, "ms": ms,
-                    "threads_used": stats.threads, "passes": stats.passes}))?;
+                out.emit(&Record::Query(Query {
+                    threads: threads as u64,
+                    query: name.to_string(),
+                    run: round as u64,
+                    ms,
+                    threads_used: stats.threads as u64,
+                    passes: stats.passes as u64,
+                }))?;
             }
         }
     }
     let (rss_after, rss_peak) = rss();
-    out.emit(json!({"kind": "memory", "threads": threads, "rss_open_bytes": rss_open,
-        "rss_after_bytes": rss_after, "rss_peak_bytes": rss_peak}))
+    out.emit(&Record::Memory(Memory {
+        threads: threads as u64,
+        rss_open_bytes: rss_open,
+        rss_after_bytes: rss_after,
+        rss_peak_bytes: rss_peak,
+    }))
 }

@@ -40,16 +40,16 @@
 //! Params: `rows`, `connections`, `flight`, `clients`, `seconds`,
 //! `sample_ms`, `answer_budget_mib`, `conn_answer_budget_mib`, `kills`,
 //! `kill_writers`, `greedy_rows`, `greedy_budgets_mib`.
-//! Records: `kind = "sample"` (workload, t_s, rss_bytes),
-//! `kind = "summary"` (one per workload; the greedy ones one per budget
-//! and concurrency) and `kind = "kills"` (one).
+//! Records ([`records::server::fault_soak`]): RSS samples, a summary per
+//! workload (the greedy ones one per budget and concurrency) and one of
+//! the kills.
 
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
 use crate::protocol;
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::fault_soak::{Detail, Greedy, Kills, Load, Record, Sample, Summary};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -125,7 +125,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let samples = std::mem::take(&mut *peak.lock().unwrap());
         let sampled_peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
         for (t, rss) in &samples {
-            out.emit(json!({"kind": "sample", "workload": workload, "t_s": t, "rss_bytes": rss}))?;
+            out.emit(&Record::Sample(Sample { workload: workload.into(), t_s: *t, rss_bytes: *rss }))?;
         }
         let seen = std::mem::take(&mut *seen.lock().unwrap());
         let mut all: BTreeMap<u32, u64> = BTreeMap::new();
@@ -136,23 +136,28 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         }
         let text = |m: &BTreeMap<u32, u64>| m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" ");
         let acts = seen.iter().map(|(a, m)| format!("{a}[{}]", text(m))).collect::<Vec<_>>().join("; ");
-        out.emit(json!({
-            "kind": "summary", "workload": workload,
-            "connections": if workload == "flight" { connections } else { clients },
-            "flight": flight, "seconds": elapsed, "calls": calls,
-            "statuses": text(&all), "acts": acts,
-            "errors_5xx_internal": all.get(&500).copied().unwrap_or(0),
-            "crashes": u64::from(!alive),
-            "baseline_rss_bytes": baseline,
-            "warm_peak_rss_bytes": warm_peak,
-            "peak_rss_bytes": sampled_peak.max(rss_end.map_or(0, |r| r.1)),
-            "sampled_peak_rss_bytes": sampled_peak,
-            "end_rss_bytes": rss_end.map(|r| r.0),
-            "answer_budget_bytes": budget,
-            "conn_answer_budget_bytes": conn_budget,
-            "rows": rows,
-            "answer_size_bytes": answer_size,
-            "held_answer_bytes": held,
+        out.emit(&Record::Summary(Summary {
+            workload: workload.into(),
+            connections: if workload == "flight" { connections } else { clients } as u64,
+            seconds: elapsed,
+            calls,
+            statuses: text(&all),
+            acts,
+            errors_5xx_internal: all.get(&500).copied().unwrap_or(0),
+            crashes: u64::from(!alive),
+            baseline_rss_bytes: baseline,
+            peak_rss_bytes: sampled_peak.max(rss_end.map_or(0, |r| r.1)),
+            detail: Detail::Load(Load {
+                flight: flight as u64,
+                warm_peak_rss_bytes: warm_peak,
+                sampled_peak_rss_bytes: sampled_peak,
+                end_rss_bytes: rss_end.map(|r| r.0),
+                answer_budget_bytes: budget as u64,
+                conn_answer_budget_bytes: conn_budget as u64,
+                rows,
+                answer_size_bytes: answer_size as u64,
+                held_answer_bytes: held,
+            }),
         }))?;
         progress(i + 1, 2);
         if alive {
@@ -162,7 +167,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if kills > 0 {
         let dir = super::work_dir(cell)?.join("kill-db");
         let _ = std::fs::remove_dir_all(&dir);
-        out.emit(run_kills(&dir, kills, kill_writers.max(1), cell.seed)?)?;
+        out.emit(&Record::Kills(run_kills(&dir, kills, kill_writers.max(1), cell.seed)?))?;
     }
     if greedy_rows > 0 && !greedy_budgets.is_empty() {
         let dir = super::work_dir(cell)?.join("greedy-db");
@@ -172,7 +177,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         drop(db);
         for [query_mib, server_mib] in greedy_budgets {
             for four in [false, true] {
-                out.emit(run_greedy(&dir, greedy_rows, query_mib << 20, server_mib << 20, four)?)?;
+                out.emit(&Record::Summary(run_greedy(&dir, greedy_rows, query_mib << 20, server_mib << 20, four)?))?;
             }
         }
     }
@@ -197,7 +202,7 @@ fn run_greedy(
     query: usize,
     server_budget: usize,
     four: bool,
-) -> Result<serde_json::Value> {
+) -> Result<Summary> {
     let flags = [
         "--max-query-memory".to_string(),
         query.to_string(),
@@ -247,22 +252,36 @@ fn run_greedy(
         .get("greedy")
         .map(|m| m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "))
         .unwrap_or_default();
-    Ok(json!({
-        "kind": "summary", "workload": format!("greedy {} MiB / {} MiB{}", query >> 20, server_budget >> 20, if four { ", four at once" } else { "" }),
-        "connections": if four { 4 } else { 1 }, "seconds": t0.elapsed().as_secs_f64(),
-        "calls": sets.iter().map(Vec::len).sum::<usize>(), "statuses": text, "acts": "",
-        "errors_5xx_internal": seen.get("greedy").and_then(|m| m.get(&500)).copied().unwrap_or(0),
-        "crashes": 0, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak,
-        "query_memory_bytes": query, "server_memory_bytes": server_budget, "greedy_rows": rows,
-        "within_server_budget": u64::from(within),
-    }))
+    Ok(Summary {
+        workload: format!(
+            "greedy {} MiB / {} MiB{}",
+            query >> 20,
+            server_budget >> 20,
+            if four { ", four at once" } else { "" }
+        ),
+        connections: if four { 4 } else { 1 },
+        seconds: t0.elapsed().as_secs_f64(),
+        calls: sets.iter().map(Vec::len).sum::<usize>() as u64,
+        statuses: text,
+        acts: String::new(),
+        errors_5xx_internal: seen.get("greedy").and_then(|m| m.get(&500)).copied().unwrap_or(0),
+        crashes: 0,
+        baseline_rss_bytes: baseline,
+        peak_rss_bytes: peak,
+        detail: Detail::Greedy(Greedy {
+            query_memory_bytes: query as u64,
+            server_memory_bytes: server_budget as u64,
+            greedy_rows: rows,
+            within_server_budget: u64::from(within),
+        }),
+    })
 }
 
 /// Rows an insert batch of the kill workload.
 const KILL_BATCH: u64 = 500;
 
 /// The `kill` workload (module docs): its summary record.
-fn run_kills(dir: &std::path::Path, kills: usize, writers: usize, seed: u64) -> Result<serde_json::Value> {
+fn run_kills(dir: &std::path::Path, kills: usize, writers: usize, seed: u64) -> Result<Kills> {
     use crate::client::Client;
     use datastore::{Batch, ColumnData, ColumnType, Value};
     use std::sync::atomic::AtomicU64;
@@ -354,14 +373,21 @@ fn run_kills(dir: &std::path::Path, kills: usize, writers: usize, seed: u64) -> 
     };
     restart_ms.sort_by(f64::total_cmp);
     let restarts = &restart_ms;
-    Ok(json!({
-        "kind": "kills", "workload": "kill",
-        "kills": kills, "writers": writers, "batch_rows": KILL_BATCH,
-        "batches_acked": acked.len(), "rows_acked": acked.len() as u64 * KILL_BATCH,
-        "rows_present": rows, "rows_lost": rows_lost, "duplicates": rows - unique,
-        "partial_batches": partial, "reads": reads,
-        "restart_ms_median": restarts[restarts.len() / 2], "restart_ms_max": restarts[restarts.len() - 1],
-    }))
+    Ok(Kills {
+        workload: "kill".into(),
+        kills: kills as u64,
+        writers: writers as u64,
+        batch_rows: KILL_BATCH,
+        batches_acked: acked.len() as u64,
+        rows_acked: acked.len() as u64 * KILL_BATCH,
+        rows_present: rows,
+        rows_lost,
+        duplicates: rows - unique,
+        partial_batches: partial as u64,
+        reads,
+        restart_ms_median: restarts[restarts.len() / 2],
+        restart_ms_max: restarts[restarts.len() - 1],
+    })
 }
 
 /// Every worker answers the large query at once (so its encoding buffers
@@ -424,7 +450,7 @@ fn run_flight(server: &ServerChild, connections: usize, flight: u32, seen: &Seen
         size = size.max(n);
     }
     let mut c = crate::client::Client::connect(addr)?;
-    let held = server.stats(&mut c)?["answer_bytes"].as_u64();
+    let held = Some(server.stats(&mut c)?.answer_bytes);
     Ok((u64::from(flight) * connections as u64, size, held))
 }
 

@@ -10,13 +10,13 @@
 //! Params: `workloads` (["ping", "mix"]), `queries` (ping's), `mix_queries`
 //! (the mix's; a mix query allocates thousands of times, and the dhat build
 //! takes ≈ 35 ms each), `samples` per workload, `rows` (the mix's table).
-//! Records: `kind = "sample"`: workload, queries, and the server's fields.
+//! Records: [`records::server::server_heap_growth`].
 
 use super::{progress, Cell, Experiment, Records, ServerChild};
 use crate::client::Client;
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::server_heap_growth::{Record, Sample};
 
 pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
 
@@ -48,12 +48,17 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let mut c = Client::connect(server.addr)?;
         let mut sample = |c: &mut Client, done: u64| -> Result<()> {
             let s = server.stats(c)?;
-            out.emit(json!({
-                "kind": "sample", "workload": w, "queries": done,
-                "total_allocs": s["total_allocs"], "total_bytes": s["total_bytes"],
-                "peak_heap_bytes": s["peak_heap_bytes"], "live_heap_bytes": s["live_heap_bytes"],
-                "jemalloc_allocated": s["jemalloc_allocated"], "jemalloc_active": s["jemalloc_active"],
-                "jemalloc_resident": s["jemalloc_resident"], "rss_bytes": s["rss_bytes"],
+            out.emit(&Record::Sample(Sample {
+                workload: w.clone(),
+                queries: done,
+                total_allocs: s.total_allocs,
+                total_bytes: s.total_bytes,
+                peak_heap_bytes: s.peak_heap_bytes,
+                live_heap_bytes: s.live_heap_bytes,
+                jemalloc_allocated: s.jemalloc_allocated,
+                jemalloc_active: s.jemalloc_active,
+                jemalloc_resident: s.jemalloc_resident,
+                rss_bytes: s.rss_bytes,
             }))
         };
         sample(&mut c, 0)?;

@@ -15,18 +15,15 @@
 //!   the server's CPU time (user + system, from `/proc/<pid>/stat`) per
 //!   second of wall time, what an idle server pays for polling.
 //!
-//! Records: `kind = "pings"`: spin_us, round, phase, pings, p50_us, p99_us,
-//! max_us; `kind = "chains"`: spin_us, round, chains, median_us, p99_us;
-//! `kind = "cpu"`: spin_us, round, clients, queries, seconds, cpu_s,
-//! cpu_per_s. Every chain ends at its depth and every query's answer equals
-//! the first, or the cell fails.
+//! Records: [`records::server::io_wakeup`]. Every chain ends at its depth
+//! and every query's answer equals the first, or the cell fails.
 
 use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::chain;
 use crate::client::Client;
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use records::server::io_wakeup::{Chains, Cpu, Pings, Record};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -96,12 +93,24 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             emit_pings(out, spin, round, "quiet", quiet.0)?;
             let (pings, mut chains) = pings_while(server.addr, &p, true)?;
             emit_pings(out, spin, round, "chains", pings)?;
-            out.emit(json!({"kind": "chains", "spin_us": spin, "round": round, "depth": p.depth,
-                "chains": chains.len(), "median_us": percentile(&mut chains, 50.0),
-                "p99_us": percentile(&mut chains, 99.0)}))?;
+            out.emit(&Record::Chains(Chains {
+                spin_us: spin,
+                round: round as u64,
+                depth: p.depth as u64,
+                chains: chains.len() as u64,
+                median_us: Some(percentile(&mut chains, 50.0)),
+                p99_us: Some(percentile(&mut chains, 99.0)),
+            }))?;
             let (queries, seconds, cpu_s) = cpu_at_rate(server, &p, query, &expected)?;
-            out.emit(json!({"kind": "cpu", "spin_us": spin, "round": round, "clients": p.clients,
-                "queries": queries, "seconds": seconds, "cpu_s": cpu_s, "cpu_per_s": cpu_s / seconds}))?;
+            out.emit(&Record::Cpu(Cpu {
+                spin_us: spin,
+                round: round as u64,
+                clients: p.clients as u64,
+                queries: queries as u64,
+                seconds,
+                cpu_s,
+                cpu_per_s: cpu_s / seconds,
+            }))?;
             done += 1;
             progress(done, total);
         }
@@ -113,9 +122,15 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
 }
 
 fn emit_pings(out: &mut Records, spin: u64, round: usize, phase: &str, mut us: Vec<f64>) -> Result<()> {
-    out.emit(json!({"kind": "pings", "spin_us": spin, "round": round, "phase": phase, "pings": us.len(),
-        "p50_us": percentile(&mut us, 50.0), "p99_us": percentile(&mut us, 99.0),
-        "max_us": us.iter().copied().fold(0.0, f64::max)}))
+    out.emit(&Record::Pings(Pings {
+        spin_us: spin,
+        round: round as u64,
+        phase: phase.to_string(),
+        pings: us.len() as u64,
+        p50_us: Some(percentile(&mut us, 50.0)),
+        p99_us: Some(percentile(&mut us, 99.0)),
+        max_us: us.iter().copied().fold(0.0, f64::max),
+    }))
 }
 
 /// `background` connections ping on a schedule for `seconds` (and, with

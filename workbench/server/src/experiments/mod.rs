@@ -20,7 +20,7 @@
 //!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
 //!   io-wakeup, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
-//! - [`Records`]: the JSON-lines sink.
+//! - [`Records`]: the JSON-lines sink of the `records` crate's types.
 
 use crate::client::Client;
 use anyhow::{bail, Context, Result};
@@ -87,11 +87,9 @@ impl Records {
         Records { out, count: 0 }
     }
 
-    pub fn emit(&mut self, record: serde_json::Value) -> Result<()> {
-        if !record.is_object() {
-            bail!("a record must be a JSON object, not {record}");
-        }
-        writeln!(self.out, "{record}")?;
+    /// Writes one record (a type of the `records` crate) and flushes it.
+    pub fn emit<R: serde::Serialize>(&mut self, record: &R) -> Result<()> {
+        records::line(&mut *self.out, record)?;
         self.out.flush()?;
         self.count += 1;
         Ok(())
@@ -178,12 +176,12 @@ impl ServerChild {
         open_files_limit(self.pid())
     }
 
-    /// The server's own view of its memory (`stats`), as JSON.
-    pub fn stats(&self, c: &mut Client) -> Result<serde_json::Value> {
+    /// The server's own view of its memory (`stats`).
+    pub fn stats(&self, c: &mut Client) -> Result<records::server::Stats> {
         let p = c.stats()?;
         let text = c.wait_text(p)?;
         c.finish(p)?;
-        Ok(serde_json::from_str(&text)?)
+        serde_json::from_str(&text).with_context(|| format!("the server's stats: {text}"))
     }
 
     /// SIGKILL, then waits: a crash at an arbitrary moment (nothing is flushed).

@@ -6,15 +6,16 @@
 //! proxy's own forwarding only), `runs` per (delay, depth, mode),
 //! interleaved: pipelined first in even runs, request-response first in
 //! odd ones, so neither mode always follows the other.
-//! Records: one per run (`mode`, `ms`, `flights`: client→server flights
-//! the proxy saw), and per (delay, depth) one `mode = "ratio"` record with
-//! `speedup` = median request-response ÷ median pipelined of this run.
+//! Records ([`records::server::pipeline_depth`]): one per run (its mode,
+//! `ms`, `flights`: client→server flights the proxy saw), and per (delay,
+//! depth) one ratio record with `speedup` = median request-response ÷
+//! median pipelined of this run.
 
 use super::{median, progress, Cell, Experiment, Records, ServerChild};
 use crate::chain;
 use crate::client::{Client, ClientError};
 use anyhow::{bail, Result};
-use serde_json::json;
+use records::server::pipeline_depth::{Chain as Timed, Ratio, Record};
 use std::time::{Duration, Instant};
 
 pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::PIPELINE_DEPTH.runs, run };
@@ -40,14 +41,15 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             // NOTE: no flush between chains: the previous chain's queued
             // finishes leave with this chain's calls, in the same flight.
             for r in 0..runs {
+                type Make = fn(Timed) -> Record;
                 let mut pair = [
-                    ("pipelined", chain::pipelined as Chain, &mut tp),
-                    ("request-response", chain::request_response as Chain, &mut tr),
+                    ("pipelined", Record::Pipelined as Make, chain::pipelined as Chain, &mut tp),
+                    ("request-response", Record::RequestResponse as Make, chain::request_response as Chain, &mut tr),
                 ];
                 if r % 2 == 1 {
                     pair.reverse();
                 }
-                for (mode, f, times) in pair {
+                for (mode, record, f, times) in pair {
                     let f0 = proxy.stats.flights();
                     let t0 = Instant::now();
                     let v = f(&mut c, depth)?;
@@ -56,14 +58,11 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                         bail!("{mode} chain of depth {depth} ended at {v}");
                     }
                     times.push(ms);
-                    out.emit(json!({
-                        "mode": mode, "depth": depth, "rtt_us": rtt, "run": r, "ms": ms,
-                        "flights": proxy.stats.flights() - f0,
-                    }))?;
+                    out.emit(&record(Timed { depth: depth as u64, rtt_us: rtt, run: r as u64, ms, flights: proxy.stats.flights() - f0 }))?;
                 }
             }
             let (p, q) = (median(&mut tp), median(&mut tr));
-            out.emit(json!({"mode": "ratio", "depth": depth, "rtt_us": rtt, "runs": runs, "speedup": q / p}))?;
+            out.emit(&Record::Ratio(Ratio { depth: depth as u64, rtt_us: rtt, runs: runs as u64, speedup: q / p }))?;
             done += 1;
             progress(done, total);
         }

@@ -24,12 +24,10 @@
 //! per (query, c, engine, round), `rounds`, `batch` (rows per insert when
 //! loading), `threads`, `chdb` (command, e.g. `[".venv/bin/python",
 //! "scripts/chdb_engine.py"]`), `chdb_threads`.
-//! Records: `kind = "query"`: engine, query, concurrency, round, queries,
-//! seconds, qps, p50_ms, p99_ms, mean_ms, answers_checked (and for
-//! ClickHouse engine_p50_ms: its own elapsed time a query); `kind = "rss"`:
-//! t_s, rss_bytes (ours: VmRSS; ClickHouse: the PSS summed over the client
-//! processes running) and the engine, query, concurrency running then;
-//! `kind = "peer"`: one per ClickHouse setting: whether the peer ran, its
+//! Records ([`records::server::throughput`]): a query record per engine,
+//! query, concurrency and round; memory samples through the mix (ours:
+//! VmRSS; ClickHouse: the PSS summed over the client processes running);
+//! one peer record per ClickHouse setting: whether the peer ran, its
 //! version, the max_threads in effect, its active part count, or why not.
 //!
 //! Every answer is checked: ours equal to our first answer of the query
@@ -42,6 +40,7 @@ use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload;
 use anyhow::{bail, Context, Result};
+use records::server::throughput::{Peer as PeerRecord, Query, Record, Rss};
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,16 +92,31 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
             Ok(mut p) => {
                 for &t in &chdb_threads {
                     let effective = p.max_threads(t)?;
-                    out.emit(json!({"kind": "peer", "engine": engine_label("clickhouse", t), "available": true,
-                        "version": p.version, "load_seconds": p.load_seconds, "parts": p.parts,
-                        "max_threads": effective, "client_processes": p.workers.len()}))?;
+                    out.emit(&Record::Peer(PeerRecord {
+                        engine: engine_label("clickhouse", t),
+                        available: true,
+                        version: Some(p.version.clone()),
+                        load_seconds: Some(p.load_seconds),
+                        parts: Some(p.parts),
+                        max_threads: Some(effective),
+                        client_processes: Some(p.workers.len() as u64),
+                        reason: None,
+                    }))?;
                 }
                 Some(p)
             }
             Err(e) => {
                 eprintln!("note: ClickHouse (chDB) not measured: {e:#}");
-                out.emit(json!({"kind": "peer", "engine": "clickhouse", "available": false,
-                    "reason": format!("{e:#}")}))?;
+                out.emit(&Record::Peer(PeerRecord {
+                    engine: "clickhouse".into(),
+                    available: false,
+                    version: None,
+                    load_seconds: None,
+                    parts: None,
+                    max_threads: None,
+                    client_processes: None,
+                    reason: Some(format!("{e:#}")),
+                }))?;
                 None
             }
         },
@@ -178,7 +192,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                                     rows,
                                     lat,
                                     secs,
-                                    json!({"answers_checked": n}),
+                                    n as u64,
+                                    None,
                                 )?;
                                 done += 1;
                                 progress(done, total);
@@ -194,9 +209,9 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                                 .with_context(|| format!("ClickHouse: {name} at {c} client(s)"))?;
                             r.check(name, sql, &expected[qi])?;
                             let mut engine_ms = r.engine_ms;
-                            let extra = json!({"answers_checked": r.answers,
-                                "engine_p50_ms": percentile(&mut engine_ms, 50.0)});
-                            emit_query(out, &engine, name, c, round, rows, r.latencies, r.elapsed, extra)?;
+                            let engine_p50 = Some(percentile(&mut engine_ms, 50.0));
+                            let checked = r.answers as u64;
+                            emit_query(out, &engine, name, c, round, rows, r.latencies, r.elapsed, checked, engine_p50)?;
                             done += 1;
                             progress(done, total);
                         }
@@ -209,8 +224,14 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     stop.store(true, Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();
     for (t, rss, p) in samples {
-        out.emit(json!({"kind": "rss", "t_s": t, "rss_bytes": rss, "engine": p.engine, "query": p.query,
-            "concurrency": p.c, "rows": rows}))?;
+        out.emit(&Record::Rss(Rss {
+            t_s: t,
+            rss_bytes: rss,
+            engine: p.engine,
+            query: p.query,
+            concurrency: p.c as u64,
+            rows,
+        }))?;
     }
     if let Some(p) = peer {
         p.quit();
@@ -261,19 +282,26 @@ fn emit_query(
     rows: u64,
     lat: Vec<f64>,
     secs: f64,
-    extra: serde_json::Value,
+    answers_checked: u64,
+    engine_p50_ms: Option<f64>,
 ) -> Result<()> {
     let mut ms: Vec<f64> = lat.iter().map(|d| d * 1e3).collect();
     let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
-    let mut r = json!({
-        "kind": "query", "engine": engine, "query": query, "concurrency": c, "round": round, "rows": rows,
-        "queries": ms.len(), "seconds": secs, "qps": ms.len() as f64 / secs,
-        "p50_ms": percentile(&mut ms, 50.0), "p99_ms": percentile(&mut ms, 99.0), "mean_ms": mean,
-    });
-    if let (Some(r), serde_json::Value::Object(extra)) = (r.as_object_mut(), extra) {
-        r.extend(extra);
-    }
-    out.emit(r)
+    out.emit(&Record::Query(Query {
+        engine: engine.to_string(),
+        query: query.to_string(),
+        concurrency: c as u64,
+        round: round as u64,
+        rows,
+        queries: ms.len() as u64,
+        seconds: secs,
+        qps: ms.len() as f64 / secs,
+        p50_ms: percentile(&mut ms, 50.0),
+        p99_ms: percentile(&mut ms, 99.0),
+        mean_ms: mean,
+        answers_checked,
+        engine_p50_ms,
+    }))
 }
 
 /// Our SQL in ClickHouse's dialect: our `quantile` is exact, ClickHouse's

@@ -61,7 +61,7 @@ pub struct Capnp {
 }
 
 impl Codec for Capnp {
-    const NAME: &'static str = "capnp";
+    const ID: probe::registry::Codec = probe::registry::Codec::Capnp;
 
     fn new() -> Self {
         Capnp { buf: Vec::new() }
@@ -90,7 +90,7 @@ pub struct CapnpScratch {
 }
 
 impl Codec for CapnpScratch {
-    const NAME: &'static str = "capnp-scratch";
+    const ID: probe::registry::Codec = probe::registry::Codec::CapnpScratch;
 
     fn new() -> Self {
         CapnpScratch { buf: Vec::new(), scratch: Vec::new() }

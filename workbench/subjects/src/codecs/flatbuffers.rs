@@ -22,7 +22,7 @@ pub struct FlatBuffers {
 }
 
 impl Codec for FlatBuffers {
-    const NAME: &'static str = "flatbuffers";
+    const ID: probe::registry::Codec = probe::registry::Codec::FlatBuffers;
 
     fn new() -> Self {
         FlatBuffers { b: FlatBufferBuilder::new() }
@@ -67,7 +67,7 @@ pub struct FlatBuffersStruct {
 }
 
 impl Codec for FlatBuffersStruct {
-    const NAME: &'static str = "flatbuffers-struct";
+    const ID: probe::registry::Codec = probe::registry::Codec::FlatBuffersStruct;
 
     fn new() -> Self {
         FlatBuffersStruct { b: FlatBufferBuilder::new() }

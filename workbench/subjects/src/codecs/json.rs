@@ -109,7 +109,7 @@ impl VoteJson {
 }
 
 impl Codec for JsonRpc {
-    const NAME: &'static str = "json-rpc";
+    const ID: probe::registry::Codec = probe::registry::Codec::JsonRpc;
 
     fn new() -> Self {
         JsonRpc { buf: Vec::new() }
@@ -258,7 +258,7 @@ pub struct JsonRpcBorrowed {
 }
 
 impl Codec for JsonRpcBorrowed {
-    const NAME: &'static str = "json-rpc-borrowed";
+    const ID: probe::registry::Codec = probe::registry::Codec::JsonRpcBorrowed;
 
     fn new() -> Self {
         JsonRpcBorrowed { buf: Vec::new() }

@@ -1,9 +1,11 @@
 //! One module per codec, each with the same shape: a type implementing
-//! [`Codec`]. Adding a codec is copying a module and adding one line to
-//! [`run_with`] and [`NAMES`].
+//! [`Codec`]. Adding a codec is its line in [`probe::registry::Codec`] (name,
+//! label, idiom mark), a copy of a module here, and the arm of [`run_with`]
+//! the compiler then asks for.
 
 use crate::vote::VoteData;
 use anyhow::Result;
+use probe::registry;
 
 pub mod capnp;
 pub mod flatbuffers;
@@ -21,8 +23,10 @@ pub enum Side {
 
 /// The same few operations for every codec.
 pub trait Codec {
+    /// Its entry in the registry.
+    const ID: registry::Codec;
     /// Name used in specs, records and tables.
-    const NAME: &'static str;
+    const NAME: &'static str = Self::ID.name();
     fn new() -> Self;
     /// Encodes `v` into the codec's own buffer and returns the bytes.
     fn encode(&mut self, v: &VoteData, side: Side) -> Result<&[u8]>;
@@ -30,39 +34,25 @@ pub trait Codec {
     fn decode(&mut self, bytes: &[u8], expect: &VoteData, side: Side) -> Result<()>;
 }
 
-/// Every registered codec, in table order.
-pub const NAMES: &[&str] = &[
-    zap::ZapCodec::NAME,
-    flatbuffers::FlatBuffers::NAME,
-    flatbuffers::FlatBuffersStruct::NAME,
-    capnp::Capnp::NAME,
-    capnp::CapnpScratch::NAME,
-    protobuf::Protobuf::NAME,
-    protobuf::ProtobufReuse::NAME,
-    protobuf::ProtobufBytes::NAME,
-    json::JsonRpc::NAME,
-    json::JsonRpcBorrowed::NAME,
-];
-
 /// Something generic over the codec type, run for a codec named at run time.
 pub trait WithCodec {
     type Out;
     fn run<C: Codec>(self) -> Self::Out;
 }
 
-/// Runs `f` with the codec called `name`; `None` for an unknown name.
-pub fn run_with<F: WithCodec>(name: &str, f: F) -> Option<F::Out> {
-    Some(match name {
-        zap::ZapCodec::NAME => f.run::<zap::ZapCodec>(),
-        flatbuffers::FlatBuffers::NAME => f.run::<flatbuffers::FlatBuffers>(),
-        flatbuffers::FlatBuffersStruct::NAME => f.run::<flatbuffers::FlatBuffersStruct>(),
-        capnp::Capnp::NAME => f.run::<capnp::Capnp>(),
-        capnp::CapnpScratch::NAME => f.run::<capnp::CapnpScratch>(),
-        protobuf::Protobuf::NAME => f.run::<protobuf::Protobuf>(),
-        protobuf::ProtobufReuse::NAME => f.run::<protobuf::ProtobufReuse>(),
-        protobuf::ProtobufBytes::NAME => f.run::<protobuf::ProtobufBytes>(),
-        json::JsonRpc::NAME => f.run::<json::JsonRpc>(),
-        json::JsonRpcBorrowed::NAME => f.run::<json::JsonRpcBorrowed>(),
-        _ => return None,
-    })
+/// Runs `f` with the codec `id`.
+pub fn run_with<F: WithCodec>(id: registry::Codec, f: F) -> F::Out {
+    use registry::Codec as C;
+    match id {
+        C::Zap => f.run::<zap::ZapCodec>(),
+        C::FlatBuffers => f.run::<flatbuffers::FlatBuffers>(),
+        C::FlatBuffersStruct => f.run::<flatbuffers::FlatBuffersStruct>(),
+        C::Capnp => f.run::<capnp::Capnp>(),
+        C::CapnpScratch => f.run::<capnp::CapnpScratch>(),
+        C::Protobuf => f.run::<protobuf::Protobuf>(),
+        C::ProtobufReuse => f.run::<protobuf::ProtobufReuse>(),
+        C::ProtobufBytes => f.run::<protobuf::ProtobufBytes>(),
+        C::JsonRpc => f.run::<json::JsonRpc>(),
+        C::JsonRpcBorrowed => f.run::<json::JsonRpcBorrowed>(),
+    }
 }

@@ -47,7 +47,7 @@ pub struct Protobuf {
 }
 
 impl Codec for Protobuf {
-    const NAME: &'static str = "protobuf";
+    const ID: probe::registry::Codec = probe::registry::Codec::Protobuf;
 
     fn new() -> Self {
         Protobuf { buf: Vec::new() }
@@ -89,7 +89,7 @@ fn fill(m: &mut pb::Vote, v: &VoteData) {
 }
 
 impl Codec for ProtobufReuse {
-    const NAME: &'static str = "protobuf-reuse";
+    const ID: probe::registry::Codec = probe::registry::Codec::ProtobufReuse;
 
     fn new() -> Self {
         ProtobufReuse { buf: Vec::new(), out: pb::Vote::default(), inbox: pb::Vote::default() }
@@ -121,7 +121,7 @@ pub struct ProtobufBytes {
 }
 
 impl Codec for ProtobufBytes {
-    const NAME: &'static str = "protobuf-bytes";
+    const ID: probe::registry::Codec = probe::registry::Codec::ProtobufBytes;
 
     fn new() -> Self {
         ProtobufBytes { buf: Vec::new(), staging: bytes::BytesMut::new(), rx: bytes::BytesMut::new() }

@@ -6,20 +6,8 @@ use crate::codecs::{Codec, Side};
 use crate::vote::VoteData;
 use anyhow::Result;
 use probe::Counters;
-use serde::Serialize;
+use records::subject::{AllocProfile, Phase};
 
-pub const NAME: &str = probe::registry::ALLOC_PROFILE.runs;
-
-#[derive(Serialize)]
-struct Record {
-    msg: u64,
-    phase: &'static str,
-    /// Encoded request size in bytes (the same in every phase of a message).
-    wire_bytes: u64,
-    allocs: Option<u64>,
-    bytes: Option<u64>,
-    bytes_freed: Option<u64>,
-}
 
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     let cell = ctx.cell;
@@ -54,8 +42,8 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
         }
     }
     for (msg, wire_bytes, phases) in rows {
-        for (phase, c) in ["encode", "decode", "roundtrip"].into_iter().zip(phases) {
-            let r = Record {
+        for (phase, c) in Phase::ALL.into_iter().zip(phases) {
+            let r = AllocProfile {
                 msg,
                 phase,
                 wire_bytes,
@@ -63,8 +51,7 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
                 bytes: c.bytes_allocated,
                 bytes_freed: c.bytes_freed,
             };
-            serde_json::to_writer(&mut *ctx.out, &r)?;
-            ctx.out.write_all(b"\n")?;
+            records::line(ctx.out, &r)?;
         }
     }
     Ok(())

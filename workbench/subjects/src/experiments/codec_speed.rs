@@ -27,11 +27,10 @@ use crate::codecs::zap::ZapCodec;
 use crate::codecs::{Codec, Side};
 use crate::vote::VoteData;
 use anyhow::Result;
-use serde::Serialize;
+use records::subject::{CodecSpeed, Implementation, Op};
 use std::hint::black_box;
 use std::time::Instant;
 
-pub const NAME: &str = probe::registry::CODEC_SPEED.runs;
 
 /// Distinct votes cycled through, so a batch does not re-encode one message.
 const DISTINCT: usize = 64;
@@ -44,21 +43,6 @@ pub const SLIDE: usize = 5;
 const SLOTS: usize = 16;
 /// Bytes the padding before each round's codec instances grows a round (mod 4 KiB).
 pub const PAD_STEP: usize = 208;
-
-#[derive(Serialize)]
-struct Record {
-    round: u64,
-    /// `codec` (the cell's codec), `zap`, or `memcpy`.
-    implementation: &'static str,
-    op: &'static str,
-    ns_per_op: f64,
-    ops: u64,
-    wire_bytes: u64,
-    /// The round's placement: the first vote of the source window and the
-    /// padding before the codec instances, in bytes.
-    window: u64,
-    pad: u64,
-}
 
 struct Timed {
     enc: f64,
@@ -188,7 +172,7 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
             continue;
         }
         let r = round - cell.warmup;
-        let rec = |implementation, op, ns_per_op, wire_bytes| Record {
+        let rec = |implementation, op, ns_per_op, wire_bytes| CodecSpeed {
             round: r,
             implementation,
             op,
@@ -198,15 +182,14 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
             window: w as u64,
             pad: pad as u64,
         };
-        out.push(rec("codec", "encode", a.enc, a.wire));
-        out.push(rec("codec", "decode", a.dec, a.wire));
-        out.push(rec("zap", "encode", b.enc, b.wire));
-        out.push(rec("zap", "decode", b.dec, b.wire));
-        out.push(rec("memcpy", "copy", m, a.wire));
+        out.push(rec(Implementation::Codec, Op::Encode, a.enc, a.wire));
+        out.push(rec(Implementation::Codec, Op::Decode, a.dec, a.wire));
+        out.push(rec(Implementation::Zap, Op::Encode, b.enc, b.wire));
+        out.push(rec(Implementation::Zap, Op::Decode, b.dec, b.wire));
+        out.push(rec(Implementation::Memcpy, Op::Copy, m, a.wire));
     }
     for r in out {
-        serde_json::to_writer(&mut *ctx.out, &r)?;
-        ctx.out.write_all(b"\n")?;
+        records::line(ctx.out, &r)?;
     }
     Ok(())
 }

@@ -7,36 +7,17 @@ use crate::transports::Transport;
 use crate::vote::VoteData;
 use anyhow::Result;
 use probe::Snapshot;
-use serde::Serialize;
+use records::subject::{HeapGrowth, HeapKind};
 use std::time::Instant;
 
-pub const NAME: &str = probe::registry::HEAP_GROWTH.runs;
-pub const OVER_TRANSPORTS: &str = probe::registry::TRANSPORT_HEAP_GROWTH.runs;
 
-#[derive(Serialize)]
-struct Record {
-    kind: &'static str,
-    messages: u64,
-    /// Bytes allocated since the loop started.
-    cum_bytes: Option<u64>,
-    /// Allocation calls since the loop started (dhat build only).
-    cum_allocs: Option<u64>,
-    live_bytes: Option<u64>,
-    peak_live_bytes: Option<u64>,
-    rss_bytes: Option<u64>,
-    peak_rss_bytes: Option<u64>,
-    /// jemalloc purges since the loop started (dirty + muzzy; jemalloc build only).
-    purges: Option<u64>,
-    elapsed_s: f64,
-}
-
-fn record(kind: &'static str, messages: u64, s: &Snapshot, base: &Snapshot, elapsed_s: f64) -> Record {
+fn record(kind: HeapKind, messages: u64, s: &Snapshot, base: &Snapshot, elapsed_s: f64) -> HeapGrowth {
     let d = s.counters.since(&base.counters);
     let purges = match (s.jemalloc, base.jemalloc) {
         (Some(a), Some(b)) => Some((a.dirty_npurge + a.muzzy_npurge) - (b.dirty_npurge + b.muzzy_npurge)),
         _ => None,
     };
-    Record {
+    HeapGrowth {
         kind,
         messages,
         cum_bytes: d.bytes_allocated,
@@ -88,10 +69,8 @@ fn run_loop(ctx: Ctx<'_>, mut round_trip: impl FnMut(&VoteData) -> Result<()>) -
     let end = probe.snapshot();
     let elapsed = start.elapsed().as_secs_f64();
     for (n, s, t) in &samples {
-        serde_json::to_writer(&mut *ctx.out, &record("sample", *n, s, &base, *t))?;
-        ctx.out.write_all(b"\n")?;
+        records::line(ctx.out, &record(HeapKind::Sample, *n, s, &base, *t))?;
     }
-    serde_json::to_writer(&mut *ctx.out, &record("summary", cell.messages, &end, &base, elapsed))?;
-    ctx.out.write_all(b"\n")?;
+    records::line(ctx.out, &record(HeapKind::Summary, cell.messages, &end, &base, elapsed))?;
     Ok(())
 }

@@ -16,13 +16,19 @@ use crate::transports::Transport;
 use crate::vote::VoteData;
 use anyhow::Result;
 use probe::{Side, SideCounts};
-use serde::Serialize;
+use records::subject::RoundTrip;
 use std::time::Instant;
 
-pub const ALLOC: &str = probe::registry::TRANSPORT_ALLOC.runs;
-pub const LATENCY: &str = probe::registry::ROUNDTRIP_LATENCY.runs;
-pub const AWAKE: &str = probe::registry::ROUNDTRIP_LATENCY_AWAKE.runs;
-pub const OPEN: &str = probe::registry::ROUNDTRIP_LATENCY_OPEN.runs;
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loop {
+    /// The next request when the reply has arrived.
+    Closed,
+    /// Closed, with a spinning lowest-priority thread on every core.
+    Awake,
+    /// One request due every 1/`params.rate` s, latency from when it was due.
+    Open,
+}
 
 /// SPIN_NS = 200 µs: the open loop sleeps until this long before a request
 /// is due and spins the rest, so the client's own timer slack (≈ 60 µs per
@@ -116,30 +122,11 @@ impl Drop for Awake {
     }
 }
 
-#[derive(Serialize)]
-struct Record {
-    msg: u64,
-    allocs: Option<u64>,
-    bytes: Option<u64>,
-    /// Latency: from the send (closed loop) or from when it was due (open loop).
-    ns: u64,
-    /// Open loop: from the actual send, the stack's service time alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service_ns: Option<u64>,
-    /// Per side (dhat build): the harness thread, the server thread, and
-    /// threads a library started on its own.
-    client_allocs: Option<u64>,
-    client_bytes: Option<u64>,
-    server_allocs: Option<u64>,
-    server_bytes: Option<u64>,
-    other_allocs: Option<u64>,
-}
-
-pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
+pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;
     probe::set_side(Side::Client);
-    let _awake = (cell.experiment == AWAKE).then(Awake::start);
+    let _awake = (mode == Loop::Awake).then(Awake::start);
     if let Some(core) = pin_core(cell)? {
         // One core for client and server: each hands the core straight to the
         // other, so no wake-up crosses cores (a cross-core wake-up past a
@@ -150,10 +137,10 @@ pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
     }
     let mut t = T::start(cell.seed, cell.payload)?;
     let mut v = VoteData::with_payload(cell.payload);
-    let mut rows: Vec<Record> = Vec::with_capacity(cell.messages as usize);
+    let mut rows: Vec<RoundTrip> = Vec::with_capacity(cell.messages as usize);
     let total = cell.warmup + cell.messages;
     let step = (total / 20).max(1);
-    let schedule = (cell.experiment == OPEN).then(|| Schedule::from_params(cell)).transpose()?;
+    let schedule = (mode == Loop::Open).then(|| Schedule::from_params(cell)).transpose()?;
     for i in 0..total {
         v.set(cell.seed, i);
         let due = schedule.as_ref().map(|s| s.wait(i));
@@ -171,7 +158,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
             // NOTE: plain data into reserved capacity: recording allocates nothing.
             let (c, sides) = (c1.since(&c0), s1.zip(s0).map(|(a, b)| a.since(&b)));
             let side = |f: fn(&SideCounts) -> u64| sides.as_ref().map(f);
-            rows.push(Record {
+            rows.push(RoundTrip {
                 msg: i - cell.warmup,
                 allocs: c.allocs,
                 bytes: c.bytes_allocated,
@@ -190,8 +177,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>) -> Result<()> {
     }
     drop(t);
     for rec in rows {
-        serde_json::to_writer(&mut *ctx.out, &rec)?;
-        ctx.out.write_all(b"\n")?;
+        records::line(ctx.out, &rec)?;
     }
     Ok(())
 }

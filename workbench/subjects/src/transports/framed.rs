@@ -21,7 +21,7 @@ use zap::frame::{FrameReader, FrameWriter};
 
 /// Names the transport of each codec.
 pub trait Named {
-    const NAME: &'static str;
+    const ID: probe::registry::Transport;
 }
 
 pub struct Framed<C: Codec, N> {
@@ -49,7 +49,7 @@ fn serve<C: Codec>(sock: TcpStream, seed: u64, payload: usize) -> Result<u64> {
 }
 
 impl<C: Codec, N: Named> Transport for Framed<C, N> {
-    const NAME: &'static str = N::NAME;
+    const ID: probe::registry::Transport = N::ID;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -89,19 +89,19 @@ impl<C: Codec, N> Drop for Framed<C, N> {
 
 pub struct ZapName;
 impl Named for ZapName {
-    const NAME: &'static str = "zap-framed";
+    const ID: probe::registry::Transport = probe::registry::Transport::ZapFramed;
 }
 pub struct FlatBuffersName;
 impl Named for FlatBuffersName {
-    const NAME: &'static str = "flatbuffers-tcp";
+    const ID: probe::registry::Transport = probe::registry::Transport::FlatBuffersTcp;
 }
 pub struct CapnpName;
 impl Named for CapnpName {
-    const NAME: &'static str = "capnp-tcp";
+    const ID: probe::registry::Transport = probe::registry::Transport::CapnpTcp;
 }
 pub struct ProtobufName;
 impl Named for ProtobufName {
-    const NAME: &'static str = "protobuf-tcp";
+    const ID: probe::registry::Transport = probe::registry::Transport::ProtobufTcp;
 }
 
 pub type ZapFramed = Framed<ZapCodec, ZapName>;

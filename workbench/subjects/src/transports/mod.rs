@@ -1,7 +1,8 @@
 //! One module per transport stack, each with the same shape: a type
 //! implementing [`Transport`] that starts a server on `127.0.0.1:0`, connects
 //! one client, and does one round trip per call. Adding a transport is
-//! copying a module and adding one line to [`NAMES`] and one to [`run_with`].
+//! its line in [`probe::registry::Transport`], a copy of a module here, and
+//! the arm of [`run_with`] the compiler then asks for.
 //!
 //! A round trip: the client encodes the vote and sends it; the server
 //! decodes and validates every field, encodes its reply and sends it; the
@@ -30,8 +31,10 @@ pub mod zap_rpc;
 
 /// The same few operations for every transport.
 pub trait Transport: Sized {
+    /// Its entry in the registry.
+    const ID: probe::registry::Transport;
     /// Name used in specs, records and tables.
-    const NAME: &'static str;
+    const NAME: &'static str = Self::ID.name();
     /// Whether the server validates what it receives (every stack but the
     /// raw-TCP floor, which only echoes).
     const CHECKS: bool = true;
@@ -105,41 +108,26 @@ pub(crate) fn close_local(
     }
 }
 
-/// Every registered transport, in table order.
-pub const NAMES: &[&str] = &[
-    raw_tcp::RawTcp::NAME,
-    zap_rpc::ZapRpc::NAME,
-    framed::ZapFramed::NAME,
-    framed::FlatBuffersTcp::NAME,
-    framed::CapnpTcp::NAME,
-    capnp_rpc::CapnpRpc::NAME,
-    framed::ProtobufTcp::NAME,
-    mux::Mux::NAME,
-    grpc::Grpc::NAME,
-    quic::Quic::NAME,
-    json_http::JsonHttp::NAME,
-];
-
 /// Something generic over the transport type, run for a transport named at run time.
 pub trait WithTransport {
     type Out;
     fn run<T: Transport>(self) -> Self::Out;
 }
 
-/// Runs `f` with the transport called `name`; `None` for an unknown name.
-pub fn run_with<F: WithTransport>(name: &str, f: F) -> Option<F::Out> {
-    Some(match name {
-        zap_rpc::ZapRpc::NAME => f.run::<zap_rpc::ZapRpc>(),
-        framed::ZapFramed::NAME => f.run::<framed::ZapFramed>(),
-        framed::FlatBuffersTcp::NAME => f.run::<framed::FlatBuffersTcp>(),
-        framed::CapnpTcp::NAME => f.run::<framed::CapnpTcp>(),
-        capnp_rpc::CapnpRpc::NAME => f.run::<capnp_rpc::CapnpRpc>(),
-        framed::ProtobufTcp::NAME => f.run::<framed::ProtobufTcp>(),
-        mux::Mux::NAME => f.run::<mux::Mux>(),
-        grpc::Grpc::NAME => f.run::<grpc::Grpc>(),
-        quic::Quic::NAME => f.run::<quic::Quic>(),
-        json_http::JsonHttp::NAME => f.run::<json_http::JsonHttp>(),
-        raw_tcp::RawTcp::NAME => f.run::<raw_tcp::RawTcp>(),
-        _ => return None,
-    })
+/// Runs `f` with the transport `id`.
+pub fn run_with<F: WithTransport>(id: probe::registry::Transport, f: F) -> F::Out {
+    use probe::registry::Transport as T;
+    match id {
+        T::RawTcp => f.run::<raw_tcp::RawTcp>(),
+        T::ZapRpc => f.run::<zap_rpc::ZapRpc>(),
+        T::ZapFramed => f.run::<framed::ZapFramed>(),
+        T::FlatBuffersTcp => f.run::<framed::FlatBuffersTcp>(),
+        T::CapnpTcp => f.run::<framed::CapnpTcp>(),
+        T::CapnpRpc => f.run::<capnp_rpc::CapnpRpc>(),
+        T::ProtobufTcp => f.run::<framed::ProtobufTcp>(),
+        T::Mux => f.run::<mux::Mux>(),
+        T::Grpc => f.run::<grpc::Grpc>(),
+        T::Quic => f.run::<quic::Quic>(),
+        T::JsonHttp => f.run::<json_http::JsonHttp>(),
+    }
 }

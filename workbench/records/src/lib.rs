@@ -1,0 +1,85 @@
+//! The records of every experiment, typed once for the process that writes
+//! them and the report that reads them.
+//!
+//! A measured process (`subject`, `datastore-load`) prints one JSON object
+//! per line; the runner adds the cell's fields ([`CellFields`]) and stores
+//! the lines of a dataset as one Parquet table. The writer serialises the
+//! types below; the CLI reads a dataset's rows back into the same types
+//! ([`Row`]), so a field renamed on one side is a compile error on the
+//! other, and no report finds a value by a string.
+//!
+//! This crate links serde only: measured binaries link it, and it must not
+//! pull the analysis stack (polars, plotters) into them.
+//!
+//! A record type's serialised form is the dataset's format: committed
+//! datasets are read through these types too, so a field is renamed only
+//! with `#[serde(alias)]` for the old name. Where an experiment writes
+//! several kinds of record they are one enum tagged by `kind` (or by the
+//! field the experiment always used, as pipeline-depth's `mode`).
+//!
+//! # Layout
+//! - [`CellFields`], [`Row`], [`line`]: what the runner adds, a stored row,
+//!   and the one way a record is written.
+//! - [`subject`]: the codec and transport experiments of `subject`.
+//! - [`server`]: the datastore server's experiments, and [`server::Stats`],
+//!   the server's answer to `stats`.
+//! - [`runner`]: records the runner writes itself (a build that failed).
+
+use serde::{Deserialize, Serialize};
+
+pub mod runner;
+pub mod server;
+pub mod subject;
+
+/// What the runner adds to every record of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellFields {
+    /// The build variant (`dhat`, `jemalloc`, `system`, a build stage).
+    pub variant: String,
+    /// The repetition of the cell (0-based).
+    pub rep: u64,
+    /// The codec or transport stack (subject experiments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codec: Option<String>,
+    /// Bytes of optional payload per vote (subject experiments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<u64>,
+}
+
+impl CellFields {
+    /// The codec or transport stack, `""` for a server cell.
+    pub fn codec(&self) -> &str {
+        self.codec.as_deref().unwrap_or("")
+    }
+
+    /// The payload, 0 for a server cell.
+    pub fn payload(&self) -> u64 {
+        self.payload.unwrap_or(0)
+    }
+}
+
+/// One stored row: the record as its process wrote it, and its cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row<R> {
+    #[serde(flatten)]
+    pub cell: CellFields,
+    #[serde(flatten)]
+    pub record: R,
+}
+
+/// Writes `record` as one JSON line: the one way a measured process prints
+/// a record.
+pub fn line<R: Serialize>(out: &mut dyn std::io::Write, record: &R) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, record)?;
+    out.write_all(b"\n")
+}
+
+/// Column names of the cell's fields, for code that reads a dataset's
+/// columns generically (`compare`, `bisect`) rather than through a type.
+pub mod columns {
+    pub const VARIANT: &str = "variant";
+    pub const REP: &str = "rep";
+    pub const CODEC: &str = "codec";
+    pub const PAYLOAD: &str = "payload";
+    pub const KIND: &str = "kind";
+}

@@ -1,0 +1,145 @@
+//! The records of `subject`'s experiments (codecs and transport stacks).
+//! Allocation fields are `None` where the build cannot count them (see
+//! `probe`'s table of variants).
+
+use serde::{Deserialize, Serialize};
+
+/// alloc-profile: one message's cost in one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocProfile {
+    pub msg: u64,
+    pub phase: Phase,
+    /// Encoded request size in bytes (the same in every phase of a message).
+    pub wire_bytes: u64,
+    pub allocs: Option<u64>,
+    pub bytes: Option<u64>,
+    pub bytes_freed: Option<u64>,
+}
+
+/// What alloc-profile brackets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The client's encode of the request.
+    Encode,
+    /// The server's decode of it.
+    Decode,
+    /// Request and reply, each encoded and decoded.
+    Roundtrip,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Encode, Phase::Decode, Phase::Roundtrip];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Encode => "encode",
+            Phase::Decode => "decode",
+            Phase::Roundtrip => "roundtrip",
+        }
+    }
+}
+
+/// heap-growth and transport-heap-growth: a sample every `sample_every`
+/// messages, and a summary at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeapGrowth {
+    pub kind: HeapKind,
+    pub messages: u64,
+    /// Bytes allocated since the loop started.
+    pub cum_bytes: Option<u64>,
+    /// Allocation calls since the loop started (dhat build only).
+    pub cum_allocs: Option<u64>,
+    pub live_bytes: Option<u64>,
+    pub peak_live_bytes: Option<u64>,
+    pub rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    /// jemalloc purges since the loop started (dirty + muzzy; jemalloc build only).
+    pub purges: Option<u64>,
+    pub elapsed_s: f64,
+}
+
+/// A heap-growth record's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeapKind {
+    Sample,
+    Summary,
+}
+
+/// codec-speed (and instrumentation-cost): one timed batch of one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodecSpeed {
+    pub round: u64,
+    pub implementation: Implementation,
+    pub op: Op,
+    pub ns_per_op: f64,
+    pub ops: u64,
+    pub wire_bytes: u64,
+    /// The round's placement: the first vote of the source window and the
+    /// padding before the codec instances, in bytes.
+    pub window: u64,
+    pub pad: u64,
+}
+
+/// Whose batch a codec-speed record times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Implementation {
+    /// The cell's codec.
+    Codec,
+    /// ZAP in the same round (the reference each codec is timed against).
+    Zap,
+    /// A copy of the codec's bytes (the floor).
+    Memcpy,
+}
+
+impl Implementation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Codec => "codec",
+            Implementation::Zap => "zap",
+            Implementation::Memcpy => "memcpy",
+        }
+    }
+}
+
+/// The operation a codec-speed batch times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Encode,
+    Decode,
+    /// memcpy of the encoded bytes.
+    Copy,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Encode => "encode",
+            Op::Decode => "decode",
+            Op::Copy => "copy",
+        }
+    }
+}
+
+/// transport-alloc and the roundtrip-latency experiments: one round trip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundTrip {
+    pub msg: u64,
+    pub allocs: Option<u64>,
+    pub bytes: Option<u64>,
+    /// Latency: from the send (closed loop) or from when it was due (open loop).
+    pub ns: u64,
+    /// Open loop: from the actual send, the stack's service time alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_ns: Option<u64>,
+    /// Per side (dhat build): the harness thread, the server thread, and
+    /// threads a library started on its own.
+    pub client_allocs: Option<u64>,
+    pub client_bytes: Option<u64>,
+    pub server_allocs: Option<u64>,
+    pub server_bytes: Option<u64>,
+    pub other_allocs: Option<u64>,
+}
