@@ -82,6 +82,11 @@ pub struct CodecSpeed {
     pub pad: u64,
 }
 
+/// Bytes the padding before each codec-speed round's codec instances grows
+/// a round (mod 4 KiB): the subject places them by it, the table's caption
+/// says it.
+pub const PAD_STEP: usize = 208;
+
 /// Whose batch a codec-speed record times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -67,7 +67,7 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
              profile; a shared 2-core machine, so read spreads before differences.",
             tables::messages(s, &spec.payloads),
             s.repetitions,
-            subjects::experiments::codec_speed::PAD_STEP,
+            records::subject::PAD_STEP,
             run.manifest.profile
         ),
         header: vec![

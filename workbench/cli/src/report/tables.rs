@@ -75,33 +75,7 @@ pub const IDIOMS: &str = "Rows marked * are the peer's documented fastest idiom:
      clear + merge); serde_json deserializing into borrowed \
      &str fields and writing hex through collect_str. Unmarked rows are written as the crates' users commonly write them.";
 
-/// Display name of a codec in tables and figure legends.
-pub fn display_name(codec: &str) -> String {
-    match codec {
-        "zap" => "ZAP".into(),
-        "json-rpc" => "JSON-RPC".into(),
-        "flatbuffers" => "FlatBuffers".into(),
-        "flatbuffers-struct" => "FlatBuffers (fixed arrays)*".into(),
-        "capnp" => "Cap'n Proto".into(),
-        "capnp-scratch" => "Cap'n Proto (scratch, no-alloc read)*".into(),
-        "protobuf" => "Protobuf (prost)".into(),
-        "protobuf-reuse" => "Protobuf (prost, reused message)".into(),
-        "protobuf-bytes" => "Protobuf (prost, Bytes fields)*".into(),
-        "json-rpc-borrowed" => "JSON-RPC (borrowed)*".into(),
-        "zap-tcp" => "ZAP (TCP, RPC)".into(),
-        "zap-framed" => "ZAP (TCP, framed)".into(),
-        "flatbuffers-tcp" => "FlatBuffers (TCP)".into(),
-        "capnp-tcp" => "Cap'n Proto (TCP)".into(),
-        "capnp-rpc" => "Cap'n Proto (capnp-rpc)".into(),
-        "protobuf-tcp" => "Protobuf (TCP, framed)".into(),
-        "grpc" => "gRPC (tonic)".into(),
-        "protobuf-mux" => "Protobuf-mux (yamux)".into(),
-        "quic" => "QUIC (quinn, raw)".into(),
-        "json-rpc-http" => "JSON-RPC (hyper HTTP/1.1)".into(),
-        "raw-tcp" => "Raw TCP echo (floor)".into(),
-        other => other.into(),
-    }
-}
+pub use probe::registry::display_name;
 
 fn eq_str(df: &DataFrame, col: &str, v: &str) -> Result<BooleanChunked> {
     Ok(df.column(col).with_context(|| format!("column `{col}`"))?.str()?.equal(v))

@@ -166,9 +166,9 @@ impl Spec {
         }
         // Transport experiments name transport stacks in `codecs`; the others name codecs.
         let (kind, known) = if entry.over == Over::Transports {
-            ("transport", subjects::transports::NAMES)
+            ("transport", registry::Transport::names())
         } else {
-            ("codec", subjects::codecs::NAMES)
+            ("codec", registry::Codec::names())
         };
         for c in &self.codecs {
             if !known.contains(&c.as_str()) {

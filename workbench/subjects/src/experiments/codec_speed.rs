@@ -41,8 +41,7 @@ const ROUNDS: u64 = 15;
 pub const SLIDE: usize = 5;
 /// Slots the instances' own place cycles through, one a round.
 const SLOTS: usize = 16;
-/// Bytes the padding before each round's codec instances grows a round (mod 4 KiB).
-pub const PAD_STEP: usize = 208;
+use records::subject::PAD_STEP;
 
 struct Timed {
     enc: f64,
