@@ -69,7 +69,9 @@ pub mod throughput {
         pub engine: String,
         pub query: String,
         pub concurrency: u64,
-        pub round: u64,
+        /// `None` in runs from before rounds were recorded (one round).
+        #[serde(default)]
+        pub round: Option<u64>,
         /// The table's rows.
         pub rows: u64,
         pub queries: u64,
@@ -78,8 +80,10 @@ pub mod throughput {
         pub p50_ms: f64,
         pub p99_ms: f64,
         pub mean_ms: f64,
-        /// Answers compared with the expected answer (every one).
-        pub answers_checked: u64,
+        /// Answers compared with the expected answer (every one); `None`
+        /// in runs from before answers were checked.
+        #[serde(default)]
+        pub answers_checked: Option<u64>,
         /// The peer's own time for the query, its client excluded (ClickHouse only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub engine_p50_ms: Option<f64>,

@@ -185,6 +185,15 @@ pub struct Run {
     pub records: DataFrame,
 }
 
+impl Run {
+    /// Its records as `R` (the experiment's type in the `records` crate),
+    /// each with its cell's fields, in the order they were written.
+    pub fn rows<R: serde::de::DeserializeOwned>(&self) -> Result<Vec<records::Row<R>>> {
+        let path = || format!("reading {} as {}", self.dir.join("records.parquet").display(), std::any::type_name::<R>());
+        crate::data::rows::Columns::of(&self.records).and_then(|c| c.rows()).with_context(path)
+    }
+}
+
 /// Loads the run in `dir`.
 pub fn load_run(dir: &Path) -> Result<Run> {
     let manifest = load_run_manifest(dir)?;

@@ -5,9 +5,11 @@
 //! # Layout
 //! - [`dataset`]: JSON-lines records ↔ polars frames ↔ Parquet; finding runs
 //!   ([`dataset::latest_run`], and [`dataset::best_run`]: full, else quick).
+//! - [`rows`]: a dataset's rows read back into the `records` crate's types.
 //! - [`manifest`]: what a run records about the machine and the build.
 //! - [`host`]: git state, rustc, CPU, kernel, dates.
 
 pub mod dataset;
 pub mod host;
 pub mod manifest;
+pub mod rows;

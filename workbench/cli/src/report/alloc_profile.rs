@@ -10,7 +10,7 @@ use crate::report::tables::{
 use anyhow::Result;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::ALLOC_PROFILE, alloc_profile, None);
+pub const REPORT: Report = Report::of::<records::subject::AllocProfile>(registry::ALLOC_PROFILE, alloc_profile, None);
 
 /// The paper's first table: allocations per message, encode and decode.
 pub fn alloc_profile(run: &Run) -> Result<Table> {

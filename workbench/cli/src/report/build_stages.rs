@@ -14,7 +14,7 @@ use probe::registry;
 use server::workload::QUERIES;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(registry::BUILD_STAGES, table, Some(figure));
+pub const REPORT: Report = Report::of::<records::server::build_stages::Record>(registry::BUILD_STAGES, table, Some(figure));
 
 fn stage_name(variant: &str) -> &str {
     match variant {

@@ -12,7 +12,7 @@ use anyhow::Result;
 use polars::prelude::DataFrame;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::CODEC_SPEED, codec_speed, None);
+pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::CODEC_SPEED, codec_speed, None);
 
 /// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
 pub fn codec_speed(run: &Run) -> Result<Table> {

@@ -15,7 +15,7 @@ use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(registry::CONNECTION_SCALING, table, Some(figure));
+pub const REPORT: Report = Report::of::<records::server::connection_scaling::Record>(registry::CONNECTION_SCALING, table, Some(figure));
 
 /// The (server, build) pairs of the run, in the spec's build order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {

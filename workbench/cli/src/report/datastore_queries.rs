@@ -2,14 +2,15 @@
 //! setting, the median time with its range over the runs, the scan rate,
 //! and the engine process's RSS after the mix and at its peak.
 
-use super::{distinct_u64, median, values, Report};
+use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, row, select, source_of, Cell, Table};
+use crate::report::tables::{dash, row, source_of, Cell, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::datastore_queries::{Memory, Query, Record};
 
-pub const REPORT: Report = Report::of(registry::DATASTORE_QUERIES, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::DATASTORE_QUERIES, table, None);
 
 /// How a threads setting reads in the table (the prose macros find rows by it).
 pub fn threads_label(threads: u64) -> String {
@@ -20,43 +21,62 @@ pub fn threads_label(threads: u64) -> String {
     }
 }
 
-/// The table's rows, from the `kind = "table"` record.
+/// The loaded table, from its record.
+pub fn loaded(run: &Run) -> Result<Option<records::server::datastore_queries::Table>> {
+    Ok(run.rows::<Record>()?.into_iter().find_map(|r| match r.record {
+        Record::Table(t) => Some(t),
+        _ => None,
+    }))
+}
+
+/// The table's rows.
 pub fn table_rows(run: &Run) -> Result<Option<u64>> {
-    Ok(values(run, &[("kind", "table")], &[], "rows")?.first().map(|r| *r as u64))
+    Ok(loaded(run)?.map(|t| t.rows))
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let q = select(&run.records, &[("kind", "query")], &[])?;
-    let mut queries: Vec<String> = Vec::new();
-    for name in q.column("query")?.str()?.iter().flatten() {
-        if !queries.iter().any(|n| n == name) {
-            queries.push(name.to_string());
+    let all = run.rows::<Record>()?;
+    let (mut queries, mut memory): (Vec<&Query>, Vec<&Memory>) = (Vec::new(), Vec::new());
+    for r in &all {
+        match &r.record {
+            Record::Query(q) => queries.push(q),
+            Record::Memory(m) => memory.push(m),
+            Record::Table(_) => {}
         }
     }
-    let queries_only = Run { dir: run.dir.clone(), manifest: run.manifest.clone(), records: q };
-    let rows_n = table_rows(run)?;
+    let mut names: Vec<&str> = Vec::new();
+    for q in &queries {
+        if !names.contains(&q.query.as_str()) {
+            names.push(&q.query);
+        }
+    }
+    let mut settings: Vec<u64> = queries.iter().map(|q| q.threads).collect();
+    settings.sort_unstable();
+    settings.dedup();
+    let loaded = loaded(run)?;
+    let rows_n = loaded.as_ref().map(|t| t.rows);
     let mut rows = Vec::new();
-    for query in &queries {
-        for threads in distinct_u64(&queries_only, "threads")? {
-            let ms = values(run, &[("kind", "query"), ("query", query)], &[("threads", threads)], "ms")?;
+    for &query in &names {
+        for &threads in &settings {
+            let ms: Vec<f64> = queries.iter().filter(|q| q.query == query && q.threads == threads).map(|q| q.ms).collect();
             let Some(med) = median(&ms) else { continue };
             let (lo, hi) = ms.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-            let mem = |col: &str| -> Result<String> {
-                Ok(median(&values(run, &[("kind", "memory")], &[("threads", threads)], col)?)
-                    .map_or_else(dash, fmt::bytes))
+            let mem = |f: fn(&Memory) -> u64| -> String {
+                let v: Vec<f64> = memory.iter().filter(|m| m.threads == threads).map(|m| f(m) as f64).collect();
+                median(&v).map_or_else(dash, fmt::bytes)
             };
             rows.push(row![
-                query.clone(),
+                query.to_string(),
                 threads_label(threads),
                 Cell::ranged(fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
                 ms.len().to_string(),
                 rows_n.map_or_else(dash, |n| fmt::sig3(n as f64 / (med / 1e3) / 1e6)),
-                mem("rss_after_bytes")?,
-                mem("rss_peak_bytes")?,
+                mem(|m| m.rss_after_bytes),
+                mem(|m| m.rss_peak_bytes),
             ]);
         }
     }
-    let disk = values(run, &[("kind", "table")], &[], "disk_bytes")?.first().copied();
+    let disk = loaded.map(|t| t.disk_bytes as f64);
     Ok(Table {
         name: REPORT.name,
         caption: format!(

@@ -12,7 +12,7 @@ use crate::report::tables::{dash, row, select, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::FAULT_SOAK, table, None);
+pub const REPORT: Report = Report::of::<records::server::fault_soak::Record>(registry::FAULT_SOAK, table, None);
 
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();

@@ -14,13 +14,13 @@ use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(
+pub const REPORT: Report = Report::of::<records::subject::HeapGrowth>(
     registry::HEAP_GROWTH,
     |r| heap_growth(r, registry::HEAP_GROWTH.name),
     Some(|d, r| heap_growth_figure(d, r, registry::HEAP_GROWTH.name)),
 );
 
-pub const TRANSPORTS: Report = Report::of(
+pub const TRANSPORTS: Report = Report::of::<records::subject::HeapGrowth>(
     registry::TRANSPORT_HEAP_GROWTH,
     |r| heap_growth(r, registry::TRANSPORT_HEAP_GROWTH.name),
     Some(|d, r| heap_growth_figure(d, r, registry::TRANSPORT_HEAP_GROWTH.name)),

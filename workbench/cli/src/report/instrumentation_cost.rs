@@ -8,7 +8,7 @@ use crate::report::tables::{self, dash, display_name, median, ratio, row, select
 use anyhow::Result;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
+pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
 
 /// What each instrumented build costs in time: the codec-speed cells run in
 /// every build from one run (`experiments/instrumentation-cost.toml`).

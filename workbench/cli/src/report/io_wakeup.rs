@@ -11,7 +11,7 @@ use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::IO_WAKEUP, table, None);
+pub const REPORT: Report = Report::of::<records::server::io_wakeup::Record>(registry::IO_WAKEUP, table, None);
 
 /// A median over rounds and its range, e.g. `41.2 (39.0–44.1)`.
 fn spread(v: &[f64]) -> String {

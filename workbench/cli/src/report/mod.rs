@@ -59,18 +59,29 @@ pub struct Report {
     pub experiment: Experiment,
     pub table: fn(&Run) -> Result<Table>,
     pub figure: Option<FigureFn>,
+    /// Reads every row of a run as the dataset's record type (the rows read).
+    pub read: fn(&Run) -> Result<usize>,
 }
 
 impl Report {
-    /// The report of `experiment`'s dataset, under the dataset's name.
-    pub const fn of(experiment: Experiment, table: fn(&Run) -> Result<Table>, figure: Option<FigureFn>) -> Report {
-        Report { name: experiment.name, experiment, table, figure }
+    /// The report of `experiment`'s dataset, whose rows are `R`s, under the
+    /// dataset's name.
+    pub const fn of<R: serde::de::DeserializeOwned>(
+        experiment: Experiment,
+        table: fn(&Run) -> Result<Table>,
+        figure: Option<FigureFn>,
+    ) -> Report {
+        Report { name: experiment.name, experiment, table, figure, read: read::<R> }
     }
 
     /// The dataset it reads.
     pub fn dataset(&self) -> &'static str {
         self.experiment.name
     }
+}
+
+fn read<R: serde::de::DeserializeOwned>(run: &Run) -> Result<usize> {
+    Ok(run.rows::<R>()?.len())
 }
 
 /// Every report, in the order tables are listed.
@@ -289,6 +300,26 @@ mod tests {
             let spec = crate::default_root().join("experiments").join(format!("{}.toml", e.name));
             assert!(spec.exists(), "registered {} has no spec {}", e.name, spec.display());
         }
+    }
+
+    #[test]
+    fn every_committed_dataset_reads_as_its_records() {
+        let data = crate::default_root().join("data");
+        let (mut read, mut failed) = (0, Vec::new());
+        for r in REPORTS {
+            for scale in [Scale::Quick, Scale::Full] {
+                for dir in dataset::runs(&data, r.dataset(), scale).unwrap() {
+                    let run = dataset::load_run(&dir).unwrap();
+                    match (r.read)(&run) {
+                        Ok(n) => assert_eq!(n, run.records.height()),
+                        Err(e) => failed.push(format!("{}: {e:#}", r.name)),
+                    }
+                    read += 1;
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+        assert!(read >= REPORTS.len(), "{read} runs read");
     }
 
     #[test]

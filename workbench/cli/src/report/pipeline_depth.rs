@@ -13,7 +13,7 @@ use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(registry::PIPELINE_DEPTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<records::server::pipeline_depth::Record>(registry::PIPELINE_DEPTH, table, Some(figure));
 
 const MODES: [&str; 2] = ["pipelined", "request-response"];
 

@@ -19,19 +19,19 @@ const LATENCY_NAME: &str = registry::ROUNDTRIP_LATENCY.name;
 const AWAKE_NAME: &str = registry::ROUNDTRIP_LATENCY_AWAKE.name;
 const OPEN_NAME: &str = registry::ROUNDTRIP_LATENCY_OPEN.name;
 
-pub const REPORT: Report = Report::of(
+pub const REPORT: Report = Report::of::<records::subject::RoundTrip>(
     registry::ROUNDTRIP_LATENCY,
     |r| roundtrip_latency(r, LATENCY_NAME),
     Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
 );
 
-pub const AWAKE: Report = Report::of(
+pub const AWAKE: Report = Report::of::<records::subject::RoundTrip>(
     registry::ROUNDTRIP_LATENCY_AWAKE,
     |r| roundtrip_latency(r, AWAKE_NAME),
     Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
 );
 
-pub const OPEN: Report = Report::of(
+pub const OPEN: Report = Report::of::<records::subject::RoundTrip>(
     registry::ROUNDTRIP_LATENCY_OPEN,
     |r| roundtrip_latency(r, OPEN_NAME),
     Some(|d, r| latency_figure(d, r, OPEN_NAME)),

@@ -13,7 +13,7 @@ use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(registry::SERVER_HEAP_GROWTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<records::server::server_heap_growth::Record>(registry::SERVER_HEAP_GROWTH, table, Some(figure));
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(run.manifest.scale);

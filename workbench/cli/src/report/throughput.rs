@@ -14,7 +14,7 @@ use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of(registry::THROUGHPUT, table, Some(figure));
+pub const REPORT: Report = Report::of::<records::server::throughput::Record>(registry::THROUGHPUT, table, Some(figure));
 
 /// The (engine, query) pairs of the run, in first-seen order.
 fn series(run: &Run) -> Result<Vec<(String, String)>> {
@@ -31,7 +31,7 @@ fn series(run: &Run) -> Result<Vec<(String, String)>> {
 }
 
 pub const VERSUS: Report =
-    Report { name: "throughput-vs-clickhouse", ..Report::of(registry::THROUGHPUT, versus, None) };
+    Report { name: "throughput-vs-clickhouse", ..Report::of::<records::server::throughput::Record>(registry::THROUGHPUT, versus, None) };
 
 fn engine_name(engine: &str) -> String {
     match engine {

@@ -8,7 +8,7 @@ use crate::report::tables::{self, display_name, dist, mean, mean_stats, opt_byte
 use anyhow::Result;
 use probe::registry;
 
-pub const REPORT: Report = Report::of(registry::TRANSPORT_ALLOC, transport_alloc, None);
+pub const REPORT: Report = Report::of::<records::subject::RoundTrip>(registry::TRANSPORT_ALLOC, transport_alloc, None);
 
 /// Allocations per round trip over each transport stack.
 pub fn transport_alloc(run: &Run) -> Result<Table> {

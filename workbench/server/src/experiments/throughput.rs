@@ -291,7 +291,7 @@ fn emit_query(
         engine: engine.to_string(),
         query: query.to_string(),
         concurrency: c as u64,
-        round: round as u64,
+        round: Some(round as u64),
         rows,
         queries: ms.len() as u64,
         seconds: secs,
@@ -299,7 +299,7 @@ fn emit_query(
         p50_ms: percentile(&mut ms, 50.0),
         p99_ms: percentile(&mut ms, 99.0),
         mean_ms: mean,
-        answers_checked,
+        answers_checked: Some(answers_checked),
         engine_p50_ms,
     }))
 }
