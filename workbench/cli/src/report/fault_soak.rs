@@ -5,41 +5,48 @@
 //! the caption adds the kill workload (SIGKILLs amid inserts, merges and
 //! reads: rows acknowledged, lost, duplicated, restart times).
 
-use super::{values, Report};
+use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, row, select, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::fault_soak::{Detail, Kills, Record, Summary};
 
-pub const REPORT: Report = Report::of::<records::server::fault_soak::Record>(registry::FAULT_SOAK, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::FAULT_SOAK, table, None);
 
 fn table(run: &Run) -> Result<Table> {
-    let mut rows = Vec::new();
-    let mut budget = None;
-    let summaries = select(&run.records, &[("kind", "summary")], &[])?;
-    let mut workloads: Vec<String> = Vec::new();
-    for w in summaries.column("workload")?.str()?.iter().flatten() {
-        if !workloads.iter().any(|x| x == w) {
-            workloads.push(w.to_string());
+    let all = run.rows::<Record>()?;
+    let mut summaries: Vec<&Summary> = Vec::new();
+    let mut kills: Option<&Kills> = None;
+    for r in &all {
+        match &r.record {
+            Record::Summary(s) => summaries.push(s),
+            Record::Kills(k) => kills = kills.or(Some(k)),
+            Record::Sample(_) => {}
         }
     }
-    for w in workloads.iter().map(String::as_str) {
-        let summary = select(&run.records, &[("kind", "summary"), ("workload", w)], &[])?;
-        let one = |col: &str| -> Result<Option<f64>> {
-            // A column a workload of its own adds (`within_server_budget`) is absent from older runs.
-            if run.records.column(col).is_err() {
-                return Ok(None);
-            }
-            Ok(values(run, &[("kind", "summary"), ("workload", w)], &[], col)?.first().copied())
+    let mut rows = Vec::new();
+    let mut budget = None;
+    let mut workloads: Vec<&str> = Vec::new();
+    for s in &summaries {
+        if !workloads.contains(&s.workload.as_str()) {
+            workloads.push(&s.workload);
+        }
+    }
+    for w in workloads {
+        let Some(s) = summaries.iter().find(|s| s.workload == w) else { continue };
+        let (load, greedy) = match &s.detail {
+            Detail::Load(l) => (Some(l), None),
+            Detail::Greedy(g) => (None, Some(g)),
         };
-        let text =
-            |col: &str| -> Result<String> { Ok(summary.column(col)?.str()?.get(0).unwrap_or_default().to_string()) };
-        let (warm, peak, b) = (one("warm_peak_rss_bytes")?, one("peak_rss_bytes")?, one("answer_budget_bytes")?);
+        let warm = load.map(|l| l.warm_peak_rss_bytes as f64);
+        let peak = Some(s.peak_rss_bytes as f64);
+        let b = load.map(|l| l.answer_budget_bytes as f64);
         budget = budget.or(b);
-        let verdict = match (warm, peak, b, one("within_server_budget")?) {
-            (_, _, _, Some(within)) => {
-                if within > 0.0 {
+        let verdict = match (warm, peak, b, greedy) {
+            (_, _, _, Some(g)) => {
+                if g.within_server_budget > 0 {
                     "yes"
                 } else {
                     "NO"
@@ -51,51 +58,45 @@ fn table(run: &Run) -> Result<Table> {
         };
         rows.push(row![
             w.to_string(),
-            one("connections")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
-            one("seconds")?.map_or_else(dash, |v| format!("{v:.0} s")),
-            one("calls")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
-            text("statuses")?,
-            one("crashes")?.map_or_else(dash, |v| fmt::thousands(v as u64)),
-            one("baseline_rss_bytes")?.map_or_else(dash, fmt::bytes),
+            fmt::thousands(s.connections),
+            format!("{:.0} s", s.seconds),
+            fmt::thousands(s.calls),
+            s.statuses.clone(),
+            fmt::thousands(s.crashes),
+            fmt::bytes(s.baseline_rss_bytes as f64),
             warm.map_or_else(dash, fmt::bytes),
             peak.map_or_else(dash, fmt::bytes),
             match (warm, peak) {
                 (Some(w), Some(p)) => fmt::bytes(p - w),
                 _ => dash(),
             },
-            one("held_answer_bytes")?.map_or_else(dash, fmt::bytes),
+            load.and_then(|l| l.held_answer_bytes).map_or_else(dash, |v| fmt::bytes(v as f64)),
             verdict.to_string(),
         ]);
     }
-    let kill = |col: &str| -> Result<Option<f64>> { Ok(values(run, &[("kind", "kills")], &[], col)?.first().copied()) };
-    let kills = match kill("kills")? {
+    let kills = match kills {
         None => String::new(),
-        Some(n) => {
-            let count =
-                |col: &str| -> Result<String> { Ok(kill(col)?.map_or_else(dash, |v| fmt::thousands(v as u64))) };
-            let ms = |col: &str| -> Result<String> { Ok(kill(col)?.map_or_else(dash, |v| format!("{v:.1} ms"))) };
-            format!(
-                " kill (a data directory of its own): the server killed with SIGKILL {} times, each after a random \
-                 20-400 ms of {} writers streaming {}-row insert batches, a reader and background merges, and \
-                 started again on the same directory: {} rows acknowledged, {} lost, {} duplicated, {} batches \
-                 present in part; restart to its first answer on the table {} (median), {} (max).",
-                fmt::thousands(n as u64),
-                count("writers")?,
-                count("batch_rows")?,
-                count("rows_acked")?,
-                count("rows_lost")?,
-                count("duplicates")?,
-                count("partial_batches")?,
-                ms("restart_ms_median")?,
-                ms("restart_ms_max")?,
-            )
-        }
+        Some(k) => format!(
+            " kill (a data directory of its own): the server killed with SIGKILL {} times, each after a random \
+             20-400 ms of {} writers streaming {}-row insert batches, a reader and background merges, and \
+             started again on the same directory: {} rows acknowledged, {} lost, {} duplicated, {} batches \
+             present in part; restart to its first answer on the table {} (median), {} (max).",
+            fmt::thousands(k.kills),
+            fmt::thousands(k.writers),
+            fmt::thousands(k.batch_rows),
+            fmt::thousands(k.rows_acked),
+            fmt::thousands(k.rows_lost),
+            fmt::thousands(k.duplicates),
+            fmt::thousands(k.partial_batches),
+            format!("{:.1} ms", k.restart_ms_median),
+            format!("{:.1} ms", k.restart_ms_max),
+        ),
     };
-    let greedy_rows = match run.records.column("greedy_rows") {
-        Ok(_) => values(run, &[("kind", "summary")], &[], "greedy_rows")?,
-        Err(_) => Vec::new(),
-    };
-    let greedy = match greedy_rows.iter().find(|r| !r.is_nan()) {
+    let greedy_rows = summaries.iter().find_map(|s| match &s.detail {
+        Detail::Greedy(g) => Some(g.greedy_rows),
+        Detail::Load(_) => None,
+    });
+    let greedy = match greedy_rows {
         None => String::new(),
         Some(rows) => format!(
             " greedy (a {}-row table of its own): the queries whose working sets had no bound before queries had a \
@@ -106,9 +107,13 @@ fn table(run: &Run) -> Result<Table> {
              passes the result-row limit (413). For these rows RSS (base) is the server's with the table open, \
              Peak RSS its high-water mark after, and Within says whether every server's peak stayed under its \
              base plus the server budget.",
-            fmt::thousands(*rows as u64)
+            fmt::thousands(rows)
         ),
     };
+    let flight_answer = summaries.iter().find_map(|s| match &s.detail {
+        Detail::Load(l) if s.workload == "flight" => Some(l.answer_size_bytes as f64),
+        _ => None,
+    });
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).and_then(|v| v.as_u64()).map_or_else(|| "?".into(), fmt::thousands);
     Ok(Table {
@@ -125,9 +130,7 @@ fn table(run: &Run) -> Result<Table> {
              the answer budget ({}). Held is the answer bytes the server reported holding at the end of the \
              flight. Crashes: 1 if the server had exited or did not answer a ping at the end.{}{}",
             param("rows"),
-            values(run, &[("kind", "summary"), ("workload", "flight")], &[], "answer_size_bytes")?
-                .first()
-                .map_or_else(dash, |b| fmt::bytes(*b)),
+            flight_answer.map_or_else(dash, fmt::bytes),
             param("connections"),
             param("flight"),
             param("clients"),
