@@ -182,13 +182,17 @@ pub mod connection_scaling {
         pub error: String,
     }
 
-    /// Our server at one step, from its own `stats`.
+    /// Our server at one step, from its own `stats` (`server_connections`
+    /// tells it from [`Theirs`]).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct Ours {
         pub server: String,
-        pub query: String,
+        /// The query each connection sent; `None` in runs from when each
+        /// connection sent a ping.
+        #[serde(default)]
+        pub query: Option<String>,
         pub connections: u64,
-        pub server_connections: Option<u64>,
+        pub server_connections: u64,
         pub rss_bytes: Option<u64>,
         pub peak_rss_bytes: Option<u64>,
         pub live_heap_bytes: Option<u64>,

@@ -6,34 +6,105 @@
 //! native TCP protocol. Figure: RSS against
 //! connections (log x; log y when ClickHouse is in it).
 
-use super::{distinct_u64, median, values, Report};
+use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::connection_scaling::{Failed, Peer, Record};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<records::server::connection_scaling::Record>(registry::CONNECTION_SCALING, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::CONNECTION_SCALING, table, Some(figure));
+
+/// One server's memory at one step, whichever server measured it.
+struct Step {
+    server: String,
+    variant: String,
+    connections: u64,
+    rss: Option<u64>,
+    live: Option<u64>,
+    threads: Option<u64>,
+}
+
+/// A run's records, by what they are.
+struct Parts {
+    steps: Vec<Step>,
+    peers: Vec<Peer>,
+    failed: Vec<Failed>,
+    /// Every server named, sorted.
+    servers: Vec<String>,
+    /// Every step's connections (those a server could not reach too), ascending.
+    connections: Vec<u64>,
+    /// The query our server was sent (`None`: a ping, in older runs).
+    our_query: Option<String>,
+}
+
+fn parts(run: &Run) -> Result<Parts> {
+    let mut p = Parts {
+        steps: Vec::new(),
+        peers: Vec::new(),
+        failed: Vec::new(),
+        servers: Vec::new(),
+        connections: Vec::new(),
+        our_query: None,
+    };
+    for r in run.rows::<Record>()? {
+        let variant = r.cell.variant;
+        match r.record {
+            Record::Peer(peer) => {
+                p.servers.push(peer.server.clone());
+                p.peers.push(peer);
+            }
+            Record::Failed(f) => {
+                p.servers.push(f.server.clone());
+                p.connections.push(f.connections);
+                p.failed.push(f);
+            }
+            Record::Ours(o) => {
+                p.our_query = p.our_query.or(o.query);
+                p.servers.push(o.server.clone());
+                p.connections.push(o.connections);
+                p.steps.push(Step {
+                    server: o.server,
+                    variant,
+                    connections: o.connections,
+                    rss: o.rss_bytes,
+                    live: o.live_heap_bytes,
+                    threads: o.server_threads,
+                });
+            }
+            Record::Theirs(t) => {
+                p.servers.push(t.server.clone());
+                p.connections.push(t.connections);
+                p.steps.push(Step {
+                    server: t.server,
+                    variant,
+                    connections: t.connections,
+                    rss: Some(t.rss_bytes),
+                    live: None,
+                    threads: t.server_threads,
+                });
+            }
+        }
+    }
+    p.servers.sort();
+    p.servers.dedup();
+    p.connections.sort_unstable();
+    p.connections.dedup();
+    Ok(p)
+}
 
 /// The (server, build) pairs of the run, in the spec's build order.
-fn series(run: &Run) -> Result<Vec<(String, String)>> {
-    let servers = {
-        let c = run.records.column("server")?;
-        let mut v: Vec<String> = c.str()?.iter().flatten().map(str::to_string).collect();
-        v.dedup();
-        v.sort();
-        v.dedup();
-        v
-    };
+fn series(run: &Run, p: &Parts) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for s in servers {
+    for s in &p.servers {
         for v in run.manifest.spec.variants_at(run.manifest.scale) {
             out.push((s.clone(), v.clone()));
         }
     }
-    Ok(out)
+    out
 }
 
 fn server_name(server: &str, variant: &str) -> String {
@@ -45,37 +116,31 @@ fn server_name(server: &str, variant: &str) -> String {
     }
 }
 
-/// The first text value of `col` among the clickhouse records of `kind`-less
-/// steps or its peer record (`None` when absent).
-fn clickhouse_text(run: &Run, filters: &[(&str, &str)], col: &str) -> Option<String> {
-    let df = crate::report::tables::select(&run.records, filters, &[]).ok()?;
-    let text = df.column(col).ok()?.str().ok()?.iter().flatten().next().map(str::to_string);
-    text
-}
-
 /// What the caption says of the peer: its version and limits, where it
 /// stopped, or why it did not run.
-fn peer_note(run: &Run) -> String {
-    let peer = [("server", "clickhouse"), ("kind", "peer")];
-    if crate::report::tables::select(&run.records, &peer, &[]).map_or(true, |d| d.height() == 0) {
+fn peer_note(p: &Parts) -> String {
+    let peers: Vec<&Peer> = p.peers.iter().filter(|x| x.server == "clickhouse").collect();
+    if peers.is_empty() {
         return String::new();
     }
-    if let Some(reason) = clickhouse_text(run, &peer, "reason") {
+    let first = |f: fn(&Peer) -> Option<&String>| peers.iter().find_map(|x| f(x)).cloned();
+    if let Some(reason) = first(|x| x.reason.as_ref()) {
         return format!(" clickhouse-server was not measured: {reason}.");
     }
-    let version = clickhouse_text(run, &peer, "version").unwrap_or_else(|| "?".into());
+    let version = first(|x| x.version.as_ref()).unwrap_or_else(|| "?".into());
     // NOTE: the date is not in the package's metadata: the upstream changelog it
     // ships ends at 18.14.18 (2018-12-04), and 18.16 followed that month.
     let released = if version.starts_with("18.16") { ", released in December 2018" } else { "" };
-    let query = clickhouse_text(run, &peer, "query").unwrap_or_else(|| "SELECT 1".into());
-    let limit = values(run, &peer, &[], "server_open_files_limit").ok().and_then(|v| v.first().copied());
+    let query = first(|x| x.query.as_ref()).unwrap_or_else(|| "SELECT 1".into());
+    let limit = peers.iter().find_map(|x| x.server_open_files_limit);
+    let native = p.servers.iter().any(|s| s == "clickhouse-native");
     let mut note = format!(
         " clickhouse-server {version} (Debian's package{released}; the throughput peer is a current release) ran \
          with a generated config on loopback (max_connections above the last step, keep-alive 3600 s, \
          open-files limit {}), each connection one HTTP keep-alive GET of {query}, read and held{}; measured in \
          the system build's cell.",
-        limit.map_or_else(|| "?".into(), |l| fmt::thousands(l as u64)),
-        match has_native(run) {
+        limit.map_or_else(|| "?".into(), fmt::thousands),
+        match native {
             true =>
                 ", and on a fresh server the same over its native TCP protocol (hello, query, answer read to \
                      its end)",
@@ -83,37 +148,37 @@ fn peer_note(run: &Run) -> String {
         }
     );
     for (server, how) in [("clickhouse", "Over HTTP it"), ("clickhouse-native", "Over TCP it")] {
-        if let Some(err) = clickhouse_text(run, &[("server", server)], "error") {
-            let at = values(run, &[("server", server)], &[], "reached")
-                .ok()
-                .and_then(|v| v.iter().copied().reduce(f64::max))
-                .map_or_else(|| "?".into(), |r| fmt::thousands(r as u64));
-            note += &format!(" {how} stopped at {at} connections: {err}.");
+        let failed: Vec<&Failed> = p.failed.iter().filter(|f| f.server == server).collect();
+        if let Some(f) = failed.first() {
+            let at = failed.iter().map(|f| f.reached).max().map_or_else(|| "?".into(), fmt::thousands);
+            note += &format!(" {how} stopped at {at} connections: {}.", f.error);
         }
     }
     note
 }
 
-/// Whether the run measured ClickHouse over its native protocol too.
-fn has_native(run: &Run) -> bool {
-    crate::report::tables::select(&run.records, &[("server", "clickhouse-native")], &[]).is_ok_and(|d| d.height() > 0)
-}
-
-/// Median over repetitions of `col` at `n` connections.
-fn at(run: &Run, server: &str, variant: &str, n: u64, col: &str) -> Result<Option<f64>> {
-    Ok(median(&values(run, &[("server", server), ("variant", variant)], &[("connections", n)], col)?))
+/// Median over repetitions of a step's value at `n` connections.
+fn at(p: &Parts, server: &str, variant: &str, n: u64, f: fn(&Step) -> Option<u64>) -> Option<f64> {
+    let v: Vec<f64> = p
+        .steps
+        .iter()
+        .filter(|s| s.server == server && s.variant == variant && s.connections == n)
+        .filter_map(|s| f(s).map(|x| x as f64))
+        .collect();
+    median(&v)
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let steps = distinct_u64(run, "connections")?;
+    let p = parts(run)?;
+    let steps = &p.connections;
     let mut rows = Vec::new();
-    for (server, variant) in series(run)? {
+    for (server, variant) in series(run, &p) {
         let first = steps.first().copied().unwrap_or(0);
-        let rss0 = at(run, &server, &variant, first, "rss_bytes")?;
-        let live0 = at(run, &server, &variant, first, "live_heap_bytes")?;
-        for &n in &steps {
-            let Some(rss) = at(run, &server, &variant, n, "rss_bytes")? else { continue };
-            let live = at(run, &server, &variant, n, "live_heap_bytes")?;
+        let rss0 = at(&p, &server, &variant, first, |s| s.rss);
+        let live0 = at(&p, &server, &variant, first, |s| s.live);
+        for &n in steps {
+            let Some(rss) = at(&p, &server, &variant, n, |s| s.rss) else { continue };
+            let live = at(&p, &server, &variant, n, |s| s.live);
             let dn = n.saturating_sub(first) as f64;
             let per = |a: Option<f64>, b: Option<f64>| match (a, b) {
                 (Some(a), Some(b)) if dn > 0.0 => fmt::bytes((a - b) / dn),
@@ -127,7 +192,7 @@ fn table(run: &Run) -> Result<Table> {
                 per(Some(rss), rss0),
                 live.map_or_else(dash, fmt::bytes),
                 per(live, live0),
-                at(run, &server, &variant, n, "server_threads")?.map_or_else(dash, fmt::count),
+                at(&p, &server, &variant, n, |s| s.threads).map_or_else(dash, fmt::count),
             ]);
         }
     }
@@ -139,11 +204,11 @@ fn table(run: &Run) -> Result<Table> {
              driver is a separate process. RSS from /proc; live heap from the allocator (dhat: exact live bytes; \
              jemalloc: stats.allocated; the system build has none). Medians of {reps} run(s); per-connection \
              columns are the growth from the first step divided by the connections added.{}",
-            match clickhouse_text(run, &[("server", "ours")], "query") {
+            match &p.our_query {
                 Some(q) => format!("sent {q} once (a one-row table; the same query on both servers) and read the row"),
                 None => "made one ping".into(),
             },
-            peer_note(run)
+            peer_note(&p)
         ),
         header: vec![
             "Server (build)",
@@ -161,12 +226,13 @@ fn table(run: &Run) -> Result<Table> {
 }
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
-    let steps = distinct_u64(run, "connections")?;
+    let p = parts(run)?;
+    let steps = &p.connections;
     let mut lines = Vec::new();
-    for (server, variant) in series(run)? {
+    for (server, variant) in series(run, &p) {
         let mut points = Vec::new();
-        for &n in &steps {
-            if let Some(rss) = at(run, &server, &variant, n, "rss_bytes")? {
+        for &n in steps {
+            if let Some(rss) = at(&p, &server, &variant, n, |s| s.rss) {
                 points.push((n as f64, rss));
             }
         }

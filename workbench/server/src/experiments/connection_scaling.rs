@@ -75,9 +75,9 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let s = server.stats(&mut ctl)?;
         out.emit(&Ours {
             server: "ours".into(),
-            query: TRIVIAL.into(),
+            query: Some(TRIVIAL.into()),
             connections: n as u64,
-            server_connections: Some(s.connections),
+            server_connections: s.connections,
             rss_bytes: s.rss_bytes,
             peak_rss_bytes: s.peak_rss_bytes,
             live_heap_bytes: s.live_heap_bytes,
