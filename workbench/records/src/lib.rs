@@ -31,25 +31,36 @@ pub mod runner;
 pub mod server;
 pub mod subject;
 
-/// What the runner adds to every record of a cell.
+/// What the runner adds to every record of a cell. `S` is the text type:
+/// owned, or `&str` borrowed from a dataset read whole (millions of rows
+/// share a few names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellFields {
+pub struct CellFields<S = String> {
     /// The build variant (`dhat`, `jemalloc`, `system`, a build stage).
-    pub variant: String,
+    pub variant: S,
     /// The repetition of the cell (0-based).
     pub rep: u64,
     /// The codec or transport stack (subject experiments).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub codec: Option<String>,
+    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    pub codec: Option<S>,
     /// Bytes of optional payload per vote (subject experiments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<u64>,
 }
 
-impl CellFields {
+fn none<S>() -> Option<S> {
+    None
+}
+
+impl<S: AsRef<str>> CellFields<S> {
+    /// The build variant.
+    pub fn variant(&self) -> &str {
+        self.variant.as_ref()
+    }
+
     /// The codec or transport stack, `""` for a server cell.
     pub fn codec(&self) -> &str {
-        self.codec.as_deref().unwrap_or("")
+        self.codec.as_ref().map_or("", |c| c.as_ref())
     }
 
     /// The payload, 0 for a server cell.
@@ -59,11 +70,9 @@ impl CellFields {
 }
 
 /// One stored row: the record as its process wrote it, and its cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row<R> {
-    #[serde(flatten)]
-    pub cell: CellFields,
-    #[serde(flatten)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row<R, S = String> {
+    pub cell: CellFields<S>,
     pub record: R,
 }
 

@@ -1,6 +1,7 @@
 //! Records ↔ polars frames ↔ Parquet, manifests, and finding runs on disk.
 
 use crate::data::manifest::Manifest;
+use crate::data::rows::Columns;
 use crate::spec::Scale;
 use anyhow::{bail, Context, Result};
 use polars::prelude::{Column, DataFrame, ParquetReader, ParquetWriter, SerReader};
@@ -183,14 +184,39 @@ pub struct Run {
     pub dir: PathBuf,
     pub manifest: Manifest,
     pub records: DataFrame,
+    /// The records' columns typed for [`Run::rows`], made on first use.
+    pub columns: std::cell::OnceCell<Columns>,
 }
 
 impl Run {
+    pub fn new(dir: PathBuf, manifest: Manifest, records: DataFrame) -> Run {
+        Run { dir, manifest, records, columns: Default::default() }
+    }
+
+    fn columns(&self) -> Result<&Columns> {
+        if let Some(c) = self.columns.get() {
+            return Ok(c);
+        }
+        let c = Columns::of(&self.records).with_context(|| format!("reading {}", self.dir.display()))?;
+        Ok(self.columns.get_or_init(|| c))
+    }
+
     /// Its records as `R` (the experiment's type in the `records` crate),
     /// each with its cell's fields, in the order they were written.
-    pub fn rows<R: serde::de::DeserializeOwned>(&self) -> Result<Vec<records::Row<R>>> {
-        let path = || format!("reading {} as {}", self.dir.join("records.parquet").display(), std::any::type_name::<R>());
-        crate::data::rows::Columns::of(&self.records).and_then(|c| c.rows()).with_context(path)
+    pub fn rows<'a, R: serde::Deserialize<'a> + 'a>(&'a self) -> Result<Vec<records::Row<R, &'a str>>> {
+        self.each().collect()
+    }
+
+    /// As [`Run::rows`], one at a time (for millions of rows).
+    pub fn each<'a, R: serde::Deserialize<'a> + 'a>(
+        &'a self,
+    ) -> impl Iterator<Item = Result<records::Row<R, &'a str>>> + 'a {
+        let path = format!("reading {} as {}", self.dir.join("records.parquet").display(), std::any::type_name::<R>());
+        let (cols, err) = match self.columns() {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e)),
+        };
+        err.map(Err).into_iter().chain(cols.into_iter().flat_map(|c| c.each())).map(move |r| r.context(path.clone()))
     }
 }
 
@@ -198,7 +224,7 @@ impl Run {
 pub fn load_run(dir: &Path) -> Result<Run> {
     let manifest = load_run_manifest(dir)?;
     let records = read_parquet(&dir.join("records.parquet"))?;
-    Ok(Run { dir: dir.into(), manifest, records })
+    Ok(Run::new(dir.into(), manifest, records))
 }
 
 /// The manifest of the run in `dir`, without its records.

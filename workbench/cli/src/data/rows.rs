@@ -8,17 +8,21 @@
 //! number to an integer field as an integer.
 
 use anyhow::{Context, Result};
-use polars::prelude::{DataFrame, DataType};
+use polars::prelude::{BooleanChunked, DataFrame, DataType, Float64Chunked, Int64Chunked, UInt64Chunked};
 use records::{CellFields, Row};
-use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
+use serde::de::{self, Deserialize, IntoDeserializer, Visitor};
+use std::collections::HashMap;
 
-/// One column's values, typed once.
+/// One column's values, typed once. PERF: numbers stay in the frame's own
+/// arrays (one chunk each; a copy of millions of rows was most of a read),
+/// text becomes a dictionary (millions of rows name a few codecs and
+/// variants), handed out borrowed.
 enum Values {
-    U(Vec<Option<u64>>),
-    I(Vec<Option<i64>>),
-    F(Vec<Option<f64>>),
-    S(Vec<Option<String>>),
-    B(Vec<Option<bool>>),
+    U(UInt64Chunked),
+    I(Int64Chunked),
+    F(Float64Chunked),
+    S(Vec<Option<u32>>, Vec<String>),
+    B(BooleanChunked),
 }
 
 /// One cell's value.
@@ -34,11 +38,11 @@ enum Value<'a> {
 impl Values {
     fn get(&self, i: usize) -> Option<Value<'_>> {
         match self {
-            Values::U(v) => v[i].map(Value::U),
-            Values::I(v) => v[i].map(Value::I),
-            Values::F(v) => v[i].map(Value::F),
-            Values::S(v) => v[i].as_deref().map(Value::S),
-            Values::B(v) => v[i].map(Value::B),
+            Values::U(v) => v.get(i).map(Value::U),
+            Values::I(v) => v.get(i).map(Value::I),
+            Values::F(v) => v.get(i).map(Value::F),
+            Values::S(v, words) => v[i].map(|w| Value::S(&words[w as usize])),
+            Values::B(v) => v.get(i).map(Value::B),
         }
     }
 }
@@ -52,23 +56,42 @@ pub struct Columns {
 impl Columns {
     pub fn of(df: &DataFrame) -> Result<Columns> {
         let mut cols = Vec::new();
+        let n = df.height();
+        // PERF: sized up front: polars' iterators give no exact length.
+        fn sized<T>(n: usize, it: impl Iterator<Item = T>) -> Vec<T> {
+            let mut v = Vec::with_capacity(n);
+            v.extend(it);
+            v
+        }
         for c in df.columns() {
             let name = c.name().to_string();
             let at = || format!("column `{name}`");
             let dt = c.dtype();
             let values = if dt.is_unsigned_integer() {
-                Values::U(c.cast(&DataType::UInt64).with_context(at)?.u64()?.iter().collect())
+                Values::U(c.cast(&DataType::UInt64).with_context(at)?.u64()?.rechunk().into_owned())
             } else if dt.is_signed_integer() {
-                Values::I(c.cast(&DataType::Int64).with_context(at)?.i64()?.iter().collect())
+                Values::I(c.cast(&DataType::Int64).with_context(at)?.i64()?.rechunk().into_owned())
             } else if dt.is_float() {
-                Values::F(c.cast(&DataType::Float64).with_context(at)?.f64()?.iter().collect())
+                Values::F(c.cast(&DataType::Float64).with_context(at)?.f64()?.rechunk().into_owned())
             } else if dt.is_bool() {
-                Values::B(c.bool().with_context(at)?.iter().collect())
+                Values::B(c.bool().with_context(at)?.rechunk().into_owned())
             } else if dt.is_null() {
                 continue;
             } else {
                 let s = c.cast(&DataType::String).with_context(at)?;
-                Values::S(s.str()?.iter().map(|o| o.map(str::to_string)).collect())
+                let (mut words, mut index) = (Vec::new(), HashMap::new());
+                let ids = sized(
+                    n,
+                    s.str()?.iter().map(|o| {
+                        o.map(|w| {
+                            *index.entry(w).or_insert_with(|| {
+                                words.push(w.to_string());
+                                words.len() as u32 - 1
+                            })
+                        })
+                    }),
+                );
+                Values::S(ids, words)
             };
             cols.push((name, values));
         }
@@ -76,24 +99,23 @@ impl Columns {
     }
 
     /// Row `i` as `T`.
-    pub fn row<T: DeserializeOwned>(&self, i: usize) -> Result<T, de::value::Error> {
+    pub fn row<'a, T: Deserialize<'a>>(&'a self, i: usize) -> Result<T, de::value::Error> {
         T::deserialize(RowDe { cols: &self.cols, row: i })
     }
 
-    /// Every row as `T`, naming the row at fault.
-    pub fn all<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        (0..self.height).map(|i| self.row(i).with_context(|| format!("row {i}"))).collect()
+    /// Every row as a record of type `R` with its cell's fields, one at a
+    /// time (a report that keeps a few fields of millions of rows).
+    pub fn each<'a, R: Deserialize<'a> + 'a>(&'a self) -> impl Iterator<Item = Result<Row<R, &'a str>>> + 'a {
+        (0..self.height).map(move |i| -> Result<Row<R, &'a str>> {
+            let cell: CellFields<&str> = self.row(i).with_context(|| format!("row {i}: the cell's fields"))?;
+            let record: R = self.row(i).with_context(|| format!("row {i}"))?;
+            Ok(Row { cell, record })
+        })
     }
 
     /// Every row as a record of type `R` with its cell's fields.
-    pub fn rows<R: DeserializeOwned>(&self) -> Result<Vec<Row<R>>> {
-        (0..self.height)
-            .map(|i| -> Result<Row<R>> {
-                let cell: CellFields = self.row(i).with_context(|| format!("row {i}: the cell's fields"))?;
-                let record: R = self.row(i).with_context(|| format!("row {i}"))?;
-                Ok(Row { cell, record })
-            })
-            .collect()
+    pub fn rows<'a, R: Deserialize<'a> + 'a>(&'a self) -> Result<Vec<Row<R, &'a str>>> {
+        self.each().collect()
     }
 }
 
@@ -102,7 +124,7 @@ struct RowDe<'a> {
     row: usize,
 }
 
-impl<'de> de::Deserializer<'de> for RowDe<'_> {
+impl<'de> de::Deserializer<'de> for RowDe<'de> {
     type Error = de::value::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
@@ -123,7 +145,7 @@ struct RowMap<'a> {
     value: Option<Value<'a>>,
 }
 
-impl<'de> de::MapAccess<'de> for RowMap<'_> {
+impl<'de> de::MapAccess<'de> for RowMap<'de> {
     type Error = de::value::Error;
 
     fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
@@ -131,7 +153,7 @@ impl<'de> de::MapAccess<'de> for RowMap<'_> {
             self.next += 1;
             if let Some(v) = values.get(self.row) {
                 self.value = Some(v);
-                return seed.deserialize(name.as_str().into_deserializer()).map(Some);
+                return seed.deserialize(de::value::BorrowedStrDeserializer::new(name.as_str())).map(Some);
             }
         }
         Ok(None)
@@ -145,7 +167,7 @@ impl<'de> de::MapAccess<'de> for RowMap<'_> {
 
 struct ValueDe<'a>(Value<'a>);
 
-impl<'de> de::Deserializer<'de> for ValueDe<'_> {
+impl<'de> de::Deserializer<'de> for ValueDe<'de> {
     type Error = de::value::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
@@ -156,7 +178,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_> {
             Value::F(x) if x.fract() == 0.0 && x >= 0.0 && x < u64::MAX as f64 => visitor.visit_u64(x as u64),
             Value::F(x) if x.fract() == 0.0 && x > i64::MIN as f64 && x < 0.0 => visitor.visit_i64(x as i64),
             Value::F(x) => visitor.visit_f64(x),
-            Value::S(s) => visitor.visit_str(s),
+            Value::S(s) => visitor.visit_borrowed_str(s),
             Value::B(b) => visitor.visit_bool(b),
         }
     }
@@ -180,7 +202,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_> {
         visitor: V,
     ) -> Result<V::Value, Self::Error> {
         match self.0 {
-            Value::S(s) => visitor.visit_enum(s.into_deserializer()),
+            Value::S(s) => visitor.visit_enum(IntoDeserializer::<de::value::Error>::into_deserializer(s)),
             _ => self.deserialize_any(visitor),
         }
     }
@@ -211,7 +233,8 @@ mod tests {
         let mut other = m.clone();
         other.insert("bytes".into(), json!(4.0));
         let df = frame_from_records(&[m.clone(), other]).unwrap();
-        let rows: Vec<Row<AllocProfile>> = Columns::of(&df).unwrap().rows().unwrap_or_else(|e| panic!("{e:#}"));
+        let cols = Columns::of(&df).unwrap();
+        let rows: Vec<Row<AllocProfile, &str>> = cols.rows().unwrap_or_else(|e| panic!("{e:#}"));
         assert_eq!(rows[0].record, a);
         assert_eq!((rows[0].cell.codec(), rows[0].cell.payload(), rows[0].cell.rep), ("zap", 64, 1));
         // A whole number in a float column reads as an integer …
@@ -235,7 +258,8 @@ mod tests {
         v.as_object_mut().unwrap().insert("variant".into(), json!("system"));
         v.as_object_mut().unwrap().insert("rep".into(), json!(0));
         let df = frame_from_records(&[v.as_object().unwrap().clone()]).unwrap();
-        let rows: Vec<Row<Record>> = Columns::of(&df).unwrap().rows().unwrap();
+        let cols = Columns::of(&df).unwrap();
+        let rows: Vec<Row<Record, &str>> = cols.rows().unwrap();
         assert_eq!(rows[0].record, t);
     }
 }

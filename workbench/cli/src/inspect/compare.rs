@@ -543,11 +543,7 @@ mod tests {
             let r = serde_json::json!({"codec": "zap", "payload": 0, "variant": "system", "ns": t});
             records.push(r.as_object().unwrap().clone());
         }
-        Run {
-            dir: std::path::PathBuf::from(name),
-            manifest,
-            records: crate::data::dataset::frame_from_records(&records).unwrap(),
-        }
+        Run::new(std::path::PathBuf::from(name), manifest, crate::data::dataset::frame_from_records(&records).unwrap())
     }
 
     /// `n` draws from uniform(centre ± 10%), deterministic per seed.

@@ -4,47 +4,58 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{
-    self, display_name, dist, mean, mean_stats, opt_bytes, opt_count, row, select, source_of, Table,
-};
+use crate::report::tables::{self, dist, opt_bytes, opt_count, row, source_of, Acc, Table};
 use anyhow::Result;
-use probe::registry;
+use probe::registry::{self, display_name};
+use records::subject::{AllocProfile, Phase};
+use std::collections::HashMap;
 
 pub const REPORT: Report = Report::of::<records::subject::AllocProfile>(registry::ALLOC_PROFILE, alloc_profile, None);
 
+/// What the table shows of one cell's messages in one phase.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    allocs: Acc,
+    bytes: Acc,
+}
+
 /// The paper's first table: allocations per message, encode and decode.
 pub fn alloc_profile(run: &Run) -> Result<Table> {
-    let df = &run.records;
     let spec = &run.manifest.spec;
+    // PERF: millions of rows: each cell keeps a summary of the two fields it shows.
+    let mut cells: HashMap<(&str, u64, &str, Phase), Counts> = HashMap::new();
+    for r in run.each::<AllocProfile>() {
+        let r = r?;
+        let key = (r.cell.codec.unwrap_or(""), r.cell.payload(), r.cell.variant, r.record.phase);
+        let c = cells.entry(key).or_default();
+        c.allocs.push(r.record.allocs);
+        c.bytes.push(r.record.bytes);
+    }
     let mut rows = Vec::new();
     for codec in &spec.codecs {
-        // PERF: the codec's rows first, then each cell from those: every
-        // `select` builds a mask over the frame it is given, and over the
-        // whole frame (every codec) this table was most of `workbench
-        // report`'s time (7 of 33 s on the committed data, 2026-12-03).
-        let of_codec = select(df, &[("codec", codec)], &[])?;
         for &payload in &spec.payloads {
-            let cell = |variant: &str, phase: &str| {
-                select(&of_codec, &[("variant", variant), ("phase", phase)], &[("payload", payload as u64)])
+            let cell = |variant: &'static str, phase: Phase| -> Counts {
+                cells.get(&(codec.as_str(), payload as u64, variant, phase)).copied().unwrap_or_default()
             };
-            let (enc, dec, rt) = (cell("dhat", "encode")?, cell("dhat", "decode")?, cell("dhat", "roundtrip")?);
-            let (je_enc, je_dec) = (cell("jemalloc", "encode")?, cell("jemalloc", "decode")?);
-            let bop = match (mean(&enc, "bytes")?, mean(&dec, "bytes")?) {
+            let bytes = |c: Counts| c.bytes.mean();
+            let (enc, dec, rt) = (cell("dhat", Phase::Encode), cell("dhat", Phase::Decode), cell("dhat", Phase::Roundtrip));
+            let (je_enc, je_dec) = (cell("jemalloc", Phase::Encode), cell("jemalloc", Phase::Decode));
+            let bop = match (bytes(enc), bytes(dec)) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
-            let je_bop = match (mean(&je_enc, "bytes")?, mean(&je_dec, "bytes")?) {
+            let je_bop = match (bytes(je_enc), bytes(je_dec)) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
             rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
-                dist(mean_stats(&enc, "allocs")?),
-                dist(mean_stats(&dec, "allocs")?),
+                dist(enc.allocs.mean_stats()),
+                dist(dec.allocs.mean_stats()),
                 opt_bytes(bop),
-                opt_count(mean(&rt, "allocs")?),
-                opt_bytes(mean(&rt, "bytes")?),
+                opt_count(rt.allocs.mean()),
+                opt_bytes(bytes(rt)),
                 opt_bytes(je_bop),
             ]);
         }

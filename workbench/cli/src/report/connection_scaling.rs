@@ -51,7 +51,7 @@ fn parts(run: &Run) -> Result<Parts> {
         our_query: None,
     };
     for r in run.rows::<Record>()? {
-        let variant = r.cell.variant;
+        let variant = r.cell.variant.to_string();
         match r.record {
             Record::Peer(peer) => {
                 p.servers.push(peer.server.clone());

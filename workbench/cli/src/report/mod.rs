@@ -66,7 +66,7 @@ pub struct Report {
 impl Report {
     /// The report of `experiment`'s dataset, whose rows are `R`s, under the
     /// dataset's name.
-    pub const fn of<R: serde::de::DeserializeOwned>(
+    pub const fn of<R: serde::de::DeserializeOwned + 'static>(
         experiment: Experiment,
         table: fn(&Run) -> Result<Table>,
         figure: Option<FigureFn>,
@@ -80,8 +80,8 @@ impl Report {
     }
 }
 
-fn read<R: serde::de::DeserializeOwned>(run: &Run) -> Result<usize> {
-    Ok(run.rows::<R>()?.len())
+fn read<R: serde::de::DeserializeOwned + 'static>(run: &Run) -> Result<usize> {
+    run.each::<R>().try_fold(0, |n, r| r.map(|_| n + 1))
 }
 
 /// Every report, in the order tables are listed.

@@ -194,6 +194,72 @@ pub(crate) fn messages(s: &crate::spec::Settings, payloads: &[usize]) -> String 
     }
 }
 
+/// `(median, min, max)` of `v`; `None` when empty. The median is polars'
+/// (linear interpolation between the middle two), so that a table computed
+/// from typed records reads as it did from the frame.
+pub fn stats_of(v: &[f64]) -> Option<(f64, f64, f64)> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let (lo, hi) = (*s.first()?, *s.last()?);
+    let n = s.len();
+    let mid = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        let (a, b) = (s[n / 2 - 1], s[n / 2]);
+        a + (b - a) * 0.5
+    };
+    Some((mid, lo, hi))
+}
+
+/// `(mean, min, max)` of `v` (see [`mean_stats`]); `None` when empty.
+pub fn mean_stats_of(v: &[f64]) -> Option<(f64, f64, f64)> {
+    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64, lo, hi))
+}
+
+/// The mean of `v`; `None` when empty.
+pub fn mean_of(v: &[f64]) -> Option<f64> {
+    mean_stats_of(v).map(|s| s.0)
+}
+
+/// Count, sum, min and max of values pushed one at a time: a column's
+/// summary without keeping the column (millions of rows).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acc {
+    n: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Acc {
+    pub fn push(&mut self, v: Option<u64>) {
+        let Some(v) = v else { return };
+        let v = v as f64;
+        if self.n == 0 {
+            (self.min, self.max) = (v, v);
+        }
+        self.n += 1;
+        self.sum += v;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// `(mean, min, max)`; `None` when nothing was pushed.
+    pub fn mean_stats(&self) -> Option<(f64, f64, f64)> {
+        (self.n > 0).then(|| (self.sum / self.n as f64, self.min, self.max))
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        self.mean_stats().map(|s| s.0)
+    }
+}
+
+/// The values `f` gives for `rows` (those it has), as floats.
+pub fn field<T>(rows: &[T], f: impl Fn(&T) -> Option<u64>) -> Vec<f64> {
+    rows.iter().filter_map(|r| f(r).map(|x| x as f64)).collect()
+}
+
 /// Values of a float column, in row order (nulls dropped).
 pub fn floats(df: &DataFrame, col: &str) -> Result<Vec<f64>> {
     let c = df.column(col).with_context(|| format!("column `{col}`"))?.cast(&DataType::Float64)?;

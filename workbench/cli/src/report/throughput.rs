@@ -285,11 +285,7 @@ fn versus(run: &Run) -> Result<Table> {
 
 /// The query records only (the RSS samples carry a concurrency of their own).
 fn run_queries(run: &Run) -> Result<Run> {
-    Ok(Run {
-        dir: run.dir.clone(),
-        manifest: run.manifest.clone(),
-        records: crate::report::tables::select(&run.records, &[("kind", "query")], &[])?,
-    })
+    Ok(Run::new(run.dir.clone(), run.manifest.clone(), crate::report::tables::select(&run.records, &[("kind", "query")], &[])?))
 }
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {

@@ -4,34 +4,60 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{self, display_name, dist, mean, mean_stats, opt_bytes, row, select, source_of, Table};
+use crate::report::tables::{self, dist, opt_bytes, row, source_of, Acc, Table};
 use anyhow::Result;
-use probe::registry;
+use probe::registry::{self, display_name};
+use records::subject::RoundTrip;
+use std::collections::HashMap;
 
 pub const REPORT: Report = Report::of::<records::subject::RoundTrip>(registry::TRANSPORT_ALLOC, transport_alloc, None);
 
+/// The fields the table summarises, and their places in [`FIELDS`].
+const FIELDS: [fn(&RoundTrip) -> Option<u64>; 7] = [
+    |r| r.allocs,
+    |r| r.bytes,
+    |r| r.client_allocs,
+    |r| r.client_bytes,
+    |r| r.server_allocs,
+    |r| r.server_bytes,
+    |r| r.other_allocs,
+];
+const ALLOCS: usize = 0;
+const BYTES: usize = 1;
+const CLIENT_ALLOCS: usize = 2;
+const CLIENT_BYTES: usize = 3;
+const SERVER_ALLOCS: usize = 4;
+const SERVER_BYTES: usize = 5;
+const OTHER_ALLOCS: usize = 6;
+
 /// Allocations per round trip over each transport stack.
 pub fn transport_alloc(run: &Run) -> Result<Table> {
-    let df = &run.records;
     let spec = &run.manifest.spec;
+    // PERF: millions of rows: each cell keeps a summary of the fields it shows.
+    let mut cells: HashMap<(&str, u64, &str), [Acc; FIELDS.len()]> = HashMap::new();
+    for r in run.each::<RoundTrip>() {
+        let r = r?;
+        let accs = cells.entry((r.cell.codec.unwrap_or(""), r.cell.payload(), r.cell.variant)).or_default();
+        for (acc, f) in accs.iter_mut().zip(FIELDS) {
+            acc.push(f(&r.record));
+        }
+    }
     let mut rows = Vec::new();
     for t in &spec.codecs {
-        // PERF: the stack's rows first, as in alloc_profile.
-        let of_stack = select(df, &[("codec", t)], &[])?;
         for &payload in &spec.payloads {
-            let d = select(&of_stack, &[("variant", "dhat")], &[("payload", payload as u64)])?;
-            let j = select(&of_stack, &[("variant", "jemalloc")], &[("payload", payload as u64)])?;
+            let cell = |variant: &'static str| cells.get(&(t.as_str(), payload as u64, variant)).copied().unwrap_or_default();
+            let (d, j) = (cell("dhat"), cell("jemalloc"));
             rows.push(row![
                 display_name(t),
                 fmt::bytes(payload as f64),
-                dist(mean_stats(&d, "allocs")?),
-                opt_bytes(mean(&d, "bytes")?),
-                dist(mean_stats(&d, "client_allocs")?),
-                opt_bytes(mean(&d, "client_bytes")?),
-                dist(mean_stats(&d, "server_allocs")?),
-                opt_bytes(mean(&d, "server_bytes")?),
-                dist(mean_stats(&d, "other_allocs")?),
-                opt_bytes(mean(&j, "bytes")?),
+                dist(d[ALLOCS].mean_stats()),
+                opt_bytes(d[BYTES].mean()),
+                dist(d[CLIENT_ALLOCS].mean_stats()),
+                opt_bytes(d[CLIENT_BYTES].mean()),
+                dist(d[SERVER_ALLOCS].mean_stats()),
+                opt_bytes(d[SERVER_BYTES].mean()),
+                dist(d[OTHER_ALLOCS].mean_stats()),
+                opt_bytes(j[BYTES].mean()),
             ]);
         }
     }
