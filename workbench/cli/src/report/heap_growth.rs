@@ -7,12 +7,31 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
-use crate::report::tables::{
-    self, display_name, median, opt_bytes, opt_count, row, select, source_of, steady_rate, Table,
-};
+use crate::report::tables::{self, field, opt_bytes, opt_count, row, source_of, stats_of, steady_rate, Table};
 use anyhow::Result;
-use probe::registry;
+use probe::registry::{self, display_name};
+use records::subject::{HeapGrowth, HeapKind};
+use records::Row;
 use std::path::{Path, PathBuf};
+
+/// The records of one codec (or stack) and payload, of one build and kind.
+fn of<'a>(
+    rows: &'a [Row<HeapGrowth, &str>],
+    codec: &'a str,
+    payload: usize,
+    variant: &'a str,
+    kind: HeapKind,
+) -> impl Iterator<Item = &'a Row<HeapGrowth, &'a str>> + 'a {
+    rows.iter().filter(move |r| {
+        r.cell.codec() == codec && r.cell.payload() == payload as u64 && r.cell.variant == variant && r.record.kind == kind
+    })
+}
+
+/// The median of a field over records.
+fn median_of<'a>(rows: impl Iterator<Item = &'a Row<HeapGrowth, &'a str>>, f: fn(&HeapGrowth) -> Option<u64>) -> Option<f64> {
+    let v: Vec<&HeapGrowth> = rows.map(|r| &r.record).collect();
+    stats_of(&field(&v, |r| f(r))).map(|s| s.0)
+}
 
 pub const REPORT: Report = Report::of::<records::subject::HeapGrowth>(
     registry::HEAP_GROWTH,
@@ -29,37 +48,27 @@ pub const TRANSPORTS: Report = Report::of::<records::subject::HeapGrowth>(
 /// The paper's second table: cumulative heap after N round trips
 /// (`name` is `heap-growth`, codecs in process, or `transport-heap-growth`).
 pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
-    let df = &run.records;
+    let all = run.rows::<HeapGrowth>()?;
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let d = select(
-                df,
-                &[("codec", codec), ("variant", "dhat"), ("kind", "summary")],
-                &[("payload", payload as u64)],
-            )?;
-            let j = select(
-                df,
-                &[("codec", codec), ("variant", "jemalloc"), ("kind", "summary")],
-                &[("payload", payload as u64)],
-            )?;
-            let n = median(&d, "messages")?.or(median(&j, "messages")?);
-            let samples = select(
-                df,
-                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
-                &[("payload", payload as u64), ("rep", 0)],
-            )?;
+            let d = || of(&all, codec, payload, "dhat", HeapKind::Summary);
+            let j = || of(&all, codec, payload, "jemalloc", HeapKind::Summary);
+            let n = median_of(d(), |r| Some(r.messages)).or(median_of(j(), |r| Some(r.messages)));
+            let samples: Vec<&HeapGrowth> =
+                of(&all, codec, payload, "dhat", HeapKind::Sample).filter(|r| r.cell.rep == 0).map(|r| &r.record).collect();
+            let rate = |f: fn(&HeapGrowth) -> Option<u64>| steady_rate(samples.iter().map(|r| (r.messages, f(r))));
             rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
                 opt_count(n),
-                opt_bytes(median(&d, "cum_bytes")?),
-                opt_bytes(steady_rate(&samples, "cum_bytes")?),
-                opt_bytes(median(&d, "peak_live_bytes")?),
-                opt_count(median(&d, "cum_allocs")?),
-                opt_count(steady_rate(&samples, "cum_allocs")?),
-                opt_bytes(median(&j, "peak_rss_bytes")?),
+                opt_bytes(median_of(d(), |r| r.cum_bytes)),
+                opt_bytes(rate(|r| r.cum_bytes)),
+                opt_bytes(median_of(d(), |r| r.peak_live_bytes)),
+                opt_count(median_of(d(), |r| r.cum_allocs)),
+                opt_count(rate(|r| r.cum_allocs)),
+                opt_bytes(median_of(j(), |r| r.peak_rss_bytes)),
             ]);
         }
     }
@@ -101,24 +110,20 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
 
 /// Cumulative bytes allocated against messages, one line per codec (and payload),
 /// from the dhat build's samples of repetition 0.
-/// One line per codec: `col` of the dhat build's samples against messages.
-pub fn heap_growth_lines(run: &Run, col: &str) -> Result<Vec<Line>> {
+/// One line per codec: a field of the dhat build's samples against messages.
+pub fn heap_growth_lines(run: &Run, f: fn(&HeapGrowth) -> Option<u64>) -> Result<Vec<Line>> {
+    let all = run.rows::<HeapGrowth>()?;
     let spec = &run.manifest.spec;
     let mut lines = Vec::new();
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let df = select(
-                &run.records,
-                &[("codec", codec), ("variant", "dhat"), ("kind", "sample")],
-                &[("payload", payload as u64), ("rep", 0)],
-            )?;
-            if df.height() == 0 {
+            let samples: Vec<&HeapGrowth> =
+                of(&all, codec, payload, "dhat", HeapKind::Sample).filter(|r| r.cell.rep == 0).map(|r| &r.record).collect();
+            if samples.is_empty() {
                 continue;
             }
-            let x = df.column("messages")?.cast(&polars::prelude::DataType::Float64)?;
-            let y = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
             let points: Vec<(f64, f64)> =
-                x.f64()?.iter().zip(y.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).collect();
+                samples.iter().filter_map(|r| Some((r.messages as f64, f(r)? as f64))).collect();
             let mut label = display_name(codec);
             if spec.payloads.len() > 1 {
                 label += &format!(" ({})", crate::fmt::bytes(payload as f64));
@@ -142,8 +147,8 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
         }
         lines
     };
-    let volume = floor_label(heap_growth_lines(run, "cum_bytes")?);
-    let live = floor_label(heap_growth_lines(run, "live_bytes")?);
+    let volume = floor_label(heap_growth_lines(run, |r| r.cum_bytes)?);
+    let live = floor_label(heap_growth_lines(run, |r| r.live_bytes)?);
     let n = tables::messages(run.manifest.spec.scale(run.manifest.scale), &run.manifest.spec.payloads);
     let xmin = volume.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(f64::INFINITY, f64::min).max(1.0);
     let xmax = volume.iter().chain(&live).flat_map(|l| l.points.iter().map(|p| p.0)).fold(1.0, f64::max);

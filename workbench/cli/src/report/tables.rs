@@ -135,20 +135,16 @@ pub(crate) fn mean(df: &DataFrame, col: &str) -> Result<Option<f64>> {
     Ok(mean_stats(df, col)?.map(|s| s.0))
 }
 
-/// Growth of `col` per million messages between the first sample after the
-/// start and the last sample: the steady-state rate, warm-up excluded.
-pub fn steady_rate(samples: &DataFrame, col: &str) -> Result<Option<f64>> {
-    let (Ok(m), Ok(c)) = (samples.column("messages"), samples.column(col)) else {
-        return Ok(None);
-    };
-    let m = m.cast(&DataType::Float64)?;
-    let c = c.cast(&DataType::Float64)?;
+/// Growth per million messages between the first sample after the start
+/// and the last sample (`(messages, value)` in order): the steady-state
+/// rate, warm-up excluded.
+pub fn steady_rate(samples: impl IntoIterator<Item = (u64, Option<u64>)>) -> Option<f64> {
     let pts: Vec<(f64, f64)> =
-        m.f64()?.iter().zip(c.f64()?.iter()).filter_map(|(a, b)| Some((a?, b?))).filter(|p| p.0 > 0.0).collect();
-    Ok(match (pts.first(), pts.last()) {
+        samples.into_iter().filter_map(|(m, v)| Some((m as f64, v? as f64))).filter(|p| p.0 > 0.0).collect();
+    match (pts.first(), pts.last()) {
         (Some(a), Some(b)) if b.0 > a.0 => Some((b.1 - a.1) / (b.0 - a.0) * 1e6),
         _ => None,
-    })
+    }
 }
 
 pub(crate) fn dash() -> String {
