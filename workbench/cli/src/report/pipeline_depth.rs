@@ -4,18 +4,65 @@
 //! server's measured cost per step, and the flights each took.
 //! Figure: chain time against depth (log–log), one line per mode × delay.
 
-use super::{distinct_u64, median, ratio_range, values, Report};
+use super::{median, ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::pipeline_depth::{Chain, Record};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<records::server::pipeline_depth::Record>(registry::PIPELINE_DEPTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::PIPELINE_DEPTH, table, Some(figure));
 
-const MODES: [&str; 2] = ["pipelined", "request-response"];
+/// The two ways a chain is sent, as the table and legend name them.
+const MODES: [(Mode, &str); 2] = [(Mode::Pipelined, "pipelined"), (Mode::RequestResponse, "request-response")];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Pipelined,
+    RequestResponse,
+}
+
+/// A run's chains and ratios.
+struct Data {
+    chains: Vec<(Mode, Chain)>,
+    /// `(rtt_us, depth, speedup)` of each repetition.
+    ratios: Vec<(u64, u64, f64)>,
+    /// Every delay and depth measured, ascending.
+    rtts: Vec<u64>,
+    depths: Vec<u64>,
+}
+
+impl Data {
+    fn of(run: &Run) -> Result<Data> {
+        let mut d = Data { chains: Vec::new(), ratios: Vec::new(), rtts: Vec::new(), depths: Vec::new() };
+        for r in run.each::<Record>() {
+            match r?.record {
+                Record::Pipelined(c) => d.chains.push((Mode::Pipelined, c)),
+                Record::RequestResponse(c) => d.chains.push((Mode::RequestResponse, c)),
+                Record::Ratio(x) => d.ratios.push((x.rtt_us, x.depth, x.speedup)),
+            }
+        }
+        d.rtts = d.chains.iter().map(|c| c.1.rtt_us).chain(d.ratios.iter().map(|r| r.0)).collect();
+        d.depths = d.chains.iter().map(|c| c.1.depth).chain(d.ratios.iter().map(|r| r.1)).collect();
+        for v in [&mut d.rtts, &mut d.depths] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        Ok(d)
+    }
+
+    /// A field of the chains of one mode at one delay and depth.
+    fn chains(&self, mode: Mode, rtt: u64, depth: u64, f: fn(&Chain) -> f64) -> Vec<f64> {
+        self.chains.iter().filter(|(m, c)| *m == mode && c.rtt_us == rtt && c.depth == depth).map(|(_, c)| f(c)).collect()
+    }
+
+    fn speedups(&self, rtt: u64, depth: u64) -> Vec<f64> {
+        self.ratios.iter().filter(|r| r.0 == rtt && r.1 == depth).map(|r| r.2).collect()
+    }
+}
 
 fn rtt_label(us: u64) -> String {
     if us == 0 {
@@ -27,19 +74,17 @@ fn rtt_label(us: u64) -> String {
 
 fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
-    let ms = |mode: &str, rtt: u64, depth: u64, col: &str| -> Result<Vec<f64>> {
-        values(run, &[("mode", mode)], &[("rtt_us", rtt), ("depth", depth)], col)
-    };
-    for rtt in distinct_u64(run, "rtt_us")? {
-        let depths = distinct_u64(run, "depth")?;
-        let ideal = Ideal::of(run, rtt, &depths)?;
-        for &depth in &depths {
-            let p = median(&ms("pipelined", rtt, depth, "ms")?);
-            let r = median(&ms("request-response", rtt, depth, "ms")?);
-            let speedups = ms("ratio", rtt, depth, "speedup")?;
+    let data = Data::of(run)?;
+    for &rtt in &data.rtts {
+        let depths = &data.depths;
+        let ideal = Ideal::of(&data, rtt, depths);
+        for &depth in depths {
+            let p = median(&data.chains(Mode::Pipelined, rtt, depth, |c| c.ms));
+            let r = median(&data.chains(Mode::RequestResponse, rtt, depth, |c| c.ms));
+            let speedups = data.speedups(rtt, depth);
             let speedup = median(&speedups);
             let flights = |mode| -> Result<String> {
-                Ok(median(&ms(mode, rtt, depth, "flights")?).map_or_else(dash, fmt::count))
+                Ok(median(&data.chains(mode, rtt, depth, |c| c.flights as f64)).map_or_else(dash, fmt::count))
             };
             rows.push(row![
                 rtt_label(rtt),
@@ -52,7 +97,7 @@ fn table(run: &Run) -> Result<Table> {
                     (Some(s), Some(i)) => format!("{} %", fmt::sig3(100.0 * s / i.speedup(depth))),
                     _ => dash(),
                 },
-                format!("{} / {}", flights("pipelined")?, flights("request-response")?),
+                format!("{} / {}", flights(Mode::Pipelined)?, flights(Mode::RequestResponse)?),
             ]);
         }
     }
@@ -71,7 +116,7 @@ fn table(run: &Run) -> Result<Table> {
              run at this delay{}; \"of ideal\" is the measured speedup ÷ that.",
             runs.map_or_else(|| "the".into(), |r| r.to_string()),
             run.manifest.spec.scale(run.manifest.scale).repetitions,
-            steps_text(run)?
+            steps_text(&data)
         ),
         header: vec![
             "Delay",
@@ -97,20 +142,18 @@ struct Ideal {
 }
 
 impl Ideal {
-    fn of(run: &Run, rtt: u64, depths: &[u64]) -> Result<Option<Ideal>> {
-        let at = |mode: &str, d: u64| -> Result<Option<f64>> {
-            Ok(median(&values(run, &[("mode", mode)], &[("rtt_us", rtt), ("depth", d)], "ms")?))
-        };
-        let (Some(&lo), Some(&hi)) = (depths.first(), depths.last()) else { return Ok(None) };
+    fn of(data: &Data, rtt: u64, depths: &[u64]) -> Option<Ideal> {
+        let at = |mode: Mode, d: u64| median(&data.chains(mode, rtt, d, |c| c.ms));
+        let (Some(&lo), Some(&hi)) = (depths.first(), depths.last()) else { return None };
         if hi <= lo {
-            return Ok(None);
+            return None;
         }
-        Ok(match (at("request-response", lo)?, at("pipelined", lo)?, at("pipelined", hi)?) {
+        match (at(Mode::RequestResponse, lo), at(Mode::Pipelined, lo), at(Mode::Pipelined, hi)) {
             (Some(r), Some(p_lo), Some(p_hi)) => {
                 Some(Ideal { r_ms: r / lo as f64, s_ms: ((p_hi - p_lo) / (hi - lo) as f64).max(0.0) })
             }
             _ => None,
-        })
+        }
     }
 
     fn speedup(self, depth: u64) -> f64 {
@@ -120,24 +163,29 @@ impl Ideal {
 }
 
 /// "(s = … µs a step at no added delay, … at …)" for the caption.
-fn steps_text(run: &Run) -> Result<String> {
-    let depths = distinct_u64(run, "depth")?;
+fn steps_text(data: &Data) -> String {
+    let depths = &data.depths;
     let mut parts = Vec::new();
-    for rtt in distinct_u64(run, "rtt_us")? {
-        if let Some(i) = Ideal::of(run, rtt, &depths)? {
+    for &rtt in &data.rtts {
+        if let Some(i) = Ideal::of(data, rtt, depths) {
             parts.push(format!("s = {} µs, R = {} ms {}", fmt::sig3(i.s_ms * 1e3), fmt::sig3(i.r_ms), rtt_label(rtt)));
         }
     }
-    Ok(if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) })
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
 }
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
-    for rtt in distinct_u64(run, "rtt_us")? {
-        for mode in MODES {
+    let data = Data::of(run)?;
+    for &rtt in &data.rtts {
+        for (m, mode) in MODES {
             let mut points = Vec::new();
-            for depth in distinct_u64(run, "depth")? {
-                if let Some(m) = median(&values(run, &[("mode", mode)], &[("rtt_us", rtt), ("depth", depth)], "ms")?) {
+            for &depth in &data.depths {
+                if let Some(m) = median(&data.chains(m, rtt, depth, |c| c.ms)) {
                     points.push((depth as f64, m));
                 }
             }

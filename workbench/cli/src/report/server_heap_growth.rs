@@ -8,12 +8,13 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, row, select, source_of, Table};
+use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::server_heap_growth::{Record, Sample};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<records::server::server_heap_growth::Record>(registry::SERVER_HEAP_GROWTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::SERVER_HEAP_GROWTH, table, Some(figure));
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(run.manifest.scale);
@@ -23,15 +24,19 @@ fn workloads(run: &Run) -> Vec<String> {
         .unwrap_or_else(|| vec!["ping".into(), "mix".into()])
 }
 
-/// `(queries, value)` of column `col`, in order, for one workload and build (repetition 0).
-fn series(run: &Run, w: &str, variant: &str, col: &str) -> Result<Vec<(f64, f64)>> {
-    let df = select(&run.records, &[("kind", "sample"), ("workload", w), ("variant", variant)], &[("rep", 0)])?;
-    if df.height() == 0 || df.column(col).is_err() {
-        return Ok(Vec::new());
+/// `(queries, value)` of a field, in order, for one workload and build (repetition 0).
+fn series(run: &Run, w: &str, variant: &str, f: fn(&Sample) -> Option<u64>) -> Result<Vec<(f64, f64)>> {
+    let mut out = Vec::new();
+    for r in run.each::<Record>() {
+        let r = r?;
+        let Record::Sample(s) = &r.record;
+        if s.workload == w && r.cell.variant == variant && r.cell.rep == 0 {
+            if let Some(y) = f(s) {
+                out.push((s.queries as f64, y as f64));
+            }
+        }
     }
-    let q = crate::report::tables::floats(&df, "queries")?;
-    let c = df.column(col)?.cast(&polars::prelude::DataType::Float64)?;
-    Ok(q.into_iter().zip(c.f64()?.iter()).filter_map(|(x, y)| Some((x, y?))).collect())
+    Ok(out)
 }
 
 /// Growth of `col` per query between the first sample after the start and the last.
@@ -47,26 +52,28 @@ fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for w in workloads(run) {
         for v in run.manifest.spec.variants_at(run.manifest.scale) {
-            let last = |col: &str| -> Result<Option<f64>> { Ok(series(run, &w, v, col)?.last().map(|p| p.1)) };
-            let n = series(run, &w, v, "rss_bytes")?.last().map_or(0.0, |p| p.0);
+            let last = |f: fn(&Sample) -> Option<u64>| -> Result<Option<f64>> {
+                Ok(series(run, &w, v, f)?.last().map(|p| p.1))
+            };
+            let n = series(run, &w, v, |s| s.rss_bytes)?.last().map_or(0.0, |p| p.0);
             if n == 0.0 {
                 continue;
             }
-            let live = last("live_heap_bytes")?;
-            let live0 = series(run, &w, v, "live_heap_bytes")?.iter().find(|p| p.0 > 0.0).map(|p| p.1);
+            let live = last(|s| s.live_heap_bytes)?;
+            let live0 = series(run, &w, v, |s| s.live_heap_bytes)?.iter().find(|p| p.0 > 0.0).map(|p| p.1);
             rows.push(row![
                 w.clone(),
                 v.clone(),
                 fmt::thousands(n as u64),
-                per_query(&series(run, &w, v, "total_allocs")?).map_or_else(dash, fmt::count),
-                per_query(&series(run, &w, v, "total_bytes")?).map_or_else(dash, fmt::bytes),
-                last("peak_heap_bytes")?.map_or_else(dash, fmt::bytes),
+                per_query(&series(run, &w, v, |s| s.total_allocs)?).map_or_else(dash, fmt::count),
+                per_query(&series(run, &w, v, |s| s.total_bytes)?).map_or_else(dash, fmt::bytes),
+                last(|s| s.peak_heap_bytes)?.map_or_else(dash, fmt::bytes),
                 live.map_or_else(dash, fmt::bytes),
                 match (live, live0) {
                     (Some(a), Some(b)) => fmt::bytes(a - b),
                     _ => dash(),
                 },
-                last("rss_bytes")?.map_or_else(dash, fmt::bytes),
+                last(|s| s.rss_bytes)?.map_or_else(dash, fmt::bytes),
             ]);
         }
     }
@@ -101,7 +108,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
     for w in workloads(run) {
         let points: Vec<(f64, f64)> =
-            series(run, &w, "dhat", "total_bytes")?.into_iter().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+            series(run, &w, "dhat", |s| s.total_bytes)?.into_iter().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
         if !points.is_empty() {
             lines.push(Line { label: format!("{w} (dhat build)"), points });
         }
