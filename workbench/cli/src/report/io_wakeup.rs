@@ -4,14 +4,46 @@
 //! time at 1,000 clients sending one query a second; each a median over the
 //! rounds with its range, and beside the "off" row the ratio on ÷ off.
 
-use super::{distinct_u64, median, ratio_range, values, Report};
+use super::{median, ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::io_wakeup::Record;
 
-pub const REPORT: Report = Report::of::<records::server::io_wakeup::Record>(registry::IO_WAKEUP, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::IO_WAKEUP, table, None);
+
+/// One value a column shows, where the record has it.
+type Metric = fn(&Record) -> Option<f64>;
+
+fn pings(r: &Record, phase: &str, f: fn(&records::server::io_wakeup::Pings) -> Option<f64>) -> Option<f64> {
+    match r {
+        Record::Pings(p) if p.phase == phase => f(p),
+        _ => None,
+    }
+}
+
+const QUIET_P99: Metric = |r| pings(r, "quiet", |p| p.p99_us);
+const CHAINS_P50: Metric = |r| pings(r, "chains", |p| p.p50_us);
+const CHAINS_P99: Metric = |r| pings(r, "chains", |p| p.p99_us);
+const CHAIN_MEDIAN: Metric = |r| match r {
+    Record::Chains(c) => c.median_us,
+    _ => None,
+};
+const CPU_PER_S: Metric = |r| match r {
+    Record::Cpu(c) => Some(c.cpu_per_s),
+    _ => None,
+};
+
+/// The setting and round a record was measured at.
+fn at_of(r: &Record) -> (u64, u64) {
+    match r {
+        Record::Pings(p) => (p.spin_us, p.round),
+        Record::Chains(c) => (c.spin_us, c.round),
+        Record::Cpu(c) => (c.spin_us, c.round),
+    }
+}
 
 /// A median over rounds and its range, e.g. `41.2 (39.0–44.1)`.
 fn spread(v: &[f64]) -> String {
@@ -32,51 +64,47 @@ fn setting(us: u64) -> String {
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let spins = distinct_u64(run, "spin_us")?;
-    let rounds = distinct_u64(run, "round")?;
-    let at = |kind: &str, phase: Option<&str>, spin: u64, col: &str| -> Result<Vec<f64>> {
-        let mut text = vec![("kind", kind)];
-        text.extend(phase.map(|p| ("phase", p)));
-        values(run, &text, &[("spin_us", spin)], col)
-    };
+    let all: Vec<Record> = run.each::<Record>().map(|r| r.map(|r| r.record)).collect::<Result<_>>()?;
+    let mut spins: Vec<u64> = all.iter().map(|r| at_of(r).0).collect();
+    let mut rounds: Vec<u64> = all.iter().map(|r| at_of(r).1).collect();
+    for v in [&mut spins, &mut rounds] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    let at = |m: Metric, spin: u64| -> Vec<f64> { all.iter().filter(|r| at_of(r).0 == spin).filter_map(m).collect() };
     // The same metric on one round of two settings: on ÷ off, round by round.
-    let per_round = |kind: &str, phase: Option<&str>, a: u64, b: u64, col: &str| -> Result<Vec<f64>> {
+    let per_round = |m: Metric, a: u64, b: u64| -> Vec<f64> {
         let mut r = Vec::new();
         for &round in &rounds {
-            let mut text = vec![("kind", kind)];
-            text.extend(phase.map(|p| ("phase", p)));
-            let one = |spin| -> Result<Option<f64>> {
-                Ok(values(run, &text, &[("spin_us", spin), ("round", round)], col)?.first().copied())
-            };
-            if let (Some(x), Some(y)) = (one(a)?, one(b)?) {
+            let one = |spin| all.iter().filter(|r| at_of(r) == (spin, round)).find_map(m);
+            if let (Some(x), Some(y)) = (one(a), one(b)) {
                 if y > 0.0 {
                     r.push(x / y);
                 }
             }
         }
-        Ok(r)
+        r
     };
     let mut rows = Vec::new();
-    let cpu_pct =
-        |spin| -> Result<Vec<f64>> { Ok(at("cpu", None, spin, "cpu_per_s")?.iter().map(|c| c * 100.0).collect()) };
+    let cpu_pct = |spin| -> Vec<f64> { at(CPU_PER_S, spin).iter().map(|c| c * 100.0).collect() };
     for &spin in spins.iter().rev() {
         rows.push(row![
             setting(spin),
-            spread(&at("pings", Some("quiet"), spin, "p99_us")?),
-            spread(&at("pings", Some("chains"), spin, "p50_us")?),
-            spread(&at("pings", Some("chains"), spin, "p99_us")?),
-            spread(&at("chains", None, spin, "median_us")?),
-            spread(&cpu_pct(spin)?),
+            spread(&at(QUIET_P99, spin)),
+            spread(&at(CHAINS_P50, spin)),
+            spread(&at(CHAINS_P99, spin)),
+            spread(&at(CHAIN_MEDIAN, spin)),
+            spread(&cpu_pct(spin)),
         ]);
     }
     if let (Some(&on), Some(&off)) = (spins.iter().rev().find(|&&s| s > 0), spins.first().filter(|&&s| s == 0)) {
         rows.push(row![
             format!("{} ÷ off", setting(on)),
-            ratio_range(&per_round("pings", Some("quiet"), on, off, "p99_us")?),
-            ratio_range(&per_round("pings", Some("chains"), on, off, "p50_us")?),
-            ratio_range(&per_round("pings", Some("chains"), on, off, "p99_us")?),
-            ratio_range(&per_round("chains", None, on, off, "median_us")?),
-            ratio_range(&per_round("cpu", None, on, off, "cpu_per_s")?),
+            ratio_range(&per_round(QUIET_P99, on, off)),
+            ratio_range(&per_round(CHAINS_P50, on, off)),
+            ratio_range(&per_round(CHAINS_P99, on, off)),
+            ratio_range(&per_round(CHAIN_MEDIAN, on, off)),
+            ratio_range(&per_round(CPU_PER_S, on, off)),
         ]);
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
