@@ -4,36 +4,49 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{
-    self, dash, display_name, floats, median, median_ratio, opt_count, ratio, row, select, source_of, stats, Cell,
-    Table,
-};
+use crate::report::tables::{self, dash, median_ratio, opt_count, ratio, row, source_of, stats_of, Cell, Table};
 use anyhow::Result;
-use polars::prelude::DataFrame;
-use probe::registry;
+use probe::registry::{self, display_name};
+use records::subject::{CodecSpeed, Implementation, Op};
+use std::collections::HashMap;
+
+/// Per codec and payload, per implementation and operation: `(ns_per_op,
+/// wire_bytes)` of every round, in the order written (ratios pair rounds by
+/// their place).
+pub(crate) type Timings<'a> = HashMap<(&'a str, u64, Implementation, Op), Vec<(f64, u64)>>;
+
+pub(crate) fn timings<'a>(run: &'a Run, variant: Option<&str>) -> Result<Timings<'a>> {
+    let mut out: Timings = HashMap::new();
+    for r in run.each::<CodecSpeed>() {
+        let r = r?;
+        if variant.is_some_and(|v| v != r.cell.variant) {
+            continue;
+        }
+        let key = (r.cell.codec.unwrap_or(""), r.cell.payload(), r.record.implementation, r.record.op);
+        out.entry(key).or_default().push((r.record.ns_per_op, r.record.wire_bytes));
+    }
+    Ok(out)
+}
 
 pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::CODEC_SPEED, codec_speed, None);
 
 /// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
 pub fn codec_speed(run: &Run) -> Result<Table> {
-    let df = &run.records;
     let spec = &run.manifest.spec;
+    let all = timings(run, None)?;
     let mut rows = Vec::new();
     let mut rounds = 0;
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let pick = |implementation: &str, op: &str| {
-                select(
-                    df,
-                    &[("codec", codec), ("implementation", implementation), ("op", op)],
-                    &[("payload", payload as u64)],
-                )
-            };
-            let (enc, dec) = (pick("codec", "encode")?, pick("codec", "decode")?);
-            let (zenc, zdec, copy) = (pick("zap", "encode")?, pick("zap", "decode")?, pick("memcpy", "copy")?);
-            rounds = rounds.max(enc.height());
-            let ns = |d: &DataFrame| -> Result<Vec<f64>> { floats(d, "ns_per_op") };
-            let (e, d, ze, zd, m) = (ns(&enc)?, ns(&dec)?, ns(&zenc)?, ns(&zdec)?, ns(&copy)?);
+            let pick = |i: Implementation, op: Op| all.get(&(codec.as_str(), payload as u64, i, op)).map_or(&[][..], Vec::as_slice);
+            let enc = pick(Implementation::Codec, Op::Encode);
+            rounds = rounds.max(enc.len());
+            let ns = |i, op| -> Vec<f64> { pick(i, op).iter().map(|t| t.0).collect() };
+            let e = ns(Implementation::Codec, Op::Encode);
+            let d = ns(Implementation::Codec, Op::Decode);
+            let (ze, zd) = (ns(Implementation::Zap, Op::Encode), ns(Implementation::Zap, Op::Decode));
+            let m = ns(Implementation::Memcpy, Op::Copy);
+            let wire: Vec<f64> = enc.iter().map(|t| t.1 as f64).collect();
             let ns_dist = |s: Option<(f64, f64, f64)>| match s {
                 Some((med, min, max)) => Cell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
                 None => dash().into(),
@@ -41,9 +54,9 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
             rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
-                opt_count(median(&enc, "wire_bytes")?),
-                ns_dist(stats(&enc, "ns_per_op")?),
-                ns_dist(stats(&dec, "ns_per_op")?),
+                opt_count(stats_of(&wire).map(|s| s.0)),
+                ns_dist(stats_of(&e)),
+                ns_dist(stats_of(&d)),
                 ratio(median_ratio(&e, &ze)?),
                 ratio(median_ratio(&d, &zd)?),
                 ratio(median_ratio(&e, &m)?),

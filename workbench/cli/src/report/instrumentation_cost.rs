@@ -4,37 +4,37 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{self, dash, display_name, median, ratio, row, select, source_of, Table};
+use crate::report::tables::{self, dash, ratio, row, source_of, stats_of, Table};
 use anyhow::Result;
-use probe::registry;
+use probe::registry::{self, display_name};
+use records::subject::{Implementation, Op};
 
 pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
 
 /// What each instrumented build costs in time: the codec-speed cells run in
 /// every build from one run (`experiments/instrumentation-cost.toml`).
 pub fn instrumentation_cost(run: &Run) -> Result<Table> {
-    let df = &run.records;
     let spec = &run.manifest.spec;
     let mut rows = Vec::new();
+    let variants = spec.variants_at(run.manifest.scale);
+    let by_variant: Vec<(&str, super::codec_speed::Timings)> =
+        variants.iter().map(|v| Ok((v.as_str(), super::codec_speed::timings(run, Some(v))?))).collect::<Result<_>>()?;
     // Encode + decode medians of one implementation in one build.
-    let per_msg = |codec: &str, payload: usize, variant: &str, implementation: &str| -> Result<Option<f64>> {
-        let pick = |op: &str| {
-            select(
-                df,
-                &[("codec", codec), ("implementation", implementation), ("op", op), ("variant", variant)],
-                &[("payload", payload as u64)],
-            )
+    let per_msg = |codec: &str, payload: usize, variant: &str, implementation| -> Result<Option<f64>> {
+        let Some((_, t)) = by_variant.iter().find(|(v, _)| *v == variant) else { return Ok(None) };
+        let median = |op| {
+            let ns: Vec<f64> = t.get(&(codec, payload as u64, implementation, op)).map_or(Vec::new(), |v| v.iter().map(|x| x.0).collect());
+            stats_of(&ns).map(|s| s.0)
         };
-        let (e, d) = (median(&pick("encode")?, "ns_per_op")?, median(&pick("decode")?, "ns_per_op")?);
-        Ok(e.zip(d).map(|(e, d)| e + d))
+        Ok(median(Op::Encode).zip(median(Op::Decode)).map(|(e, d)| e + d))
     };
     let r = |a: Option<f64>, b: Option<f64>| ratio(a.zip(b).map(|(a, b)| a / b));
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let t = |v: &str| per_msg(codec, payload, v, "codec");
+            let t = |v: &str| per_msg(codec, payload, v, Implementation::Codec);
             let (sys, plain, stats, dhat) = (t("system")?, t("jemalloc-plain")?, t("jemalloc")?, t("dhat")?);
             // ZAP allocates nothing, so its ratio across builds is the noise of the comparison.
-            let z = |v: &str| per_msg(codec, payload, v, "zap");
+            let z = |v: &str| per_msg(codec, payload, v, Implementation::Zap);
             rows.push(row![
                 display_name(codec),
                 fmt::bytes(payload as f64),
