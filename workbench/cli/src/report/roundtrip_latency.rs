@@ -10,7 +10,10 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
-use crate::report::tables::{dash, display_name, floats, ratio, row, select, source_of, Table};
+use crate::report::tables::{dash, ratio, row, source_of, Table};
+use probe::registry::display_name;
+use records::subject::RoundTrip;
+use std::collections::HashMap;
 use anyhow::Result;
 use probe::registry;
 use std::path::{Path, PathBuf};
@@ -84,26 +87,41 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     sorted.get(rank.min(sorted.len()) - 1).copied()
 }
 
-/// Sorted latencies in µs of one stack and payload, all repetitions pooled.
-pub fn latencies_us(run: &Run, stack: &str, payload: u64) -> Result<Vec<f64>> {
-    let d = select(&run.records, &[("codec", stack)], &[("payload", payload)])?;
-    let mut v: Vec<f64> = floats(&d, "ns")?.into_iter().map(|ns| ns / 1e3).collect();
-    v.sort_by(f64::total_cmp);
-    Ok(v)
+/// Per stack and payload, sorted latencies in µs, all repetitions pooled.
+pub struct Latencies<'a>(HashMap<(&'a str, u64), Vec<f64>>);
+
+impl<'a> Latencies<'a> {
+    pub fn of(run: &'a Run) -> Result<Latencies<'a>> {
+        let mut m: HashMap<(&str, u64), Vec<f64>> = HashMap::new();
+        for r in run.each::<RoundTrip>() {
+            let r = r?;
+            m.entry((r.cell.codec.unwrap_or(""), r.cell.payload())).or_default().push(r.record.ns as f64 / 1e3);
+        }
+        for v in m.values_mut() {
+            v.sort_by(f64::total_cmp);
+        }
+        Ok(Latencies(m))
+    }
+
+    /// One stack's at one payload (none: empty).
+    pub fn get(&self, stack: &str, payload: u64) -> &[f64] {
+        self.0.iter().find(|((s, p), _)| *s == stack && *p == payload).map_or(&[], |(_, v)| v.as_slice())
+    }
 }
 
 /// Round-trip latency percentiles per transport stack.
 pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
     let spec = &run.manifest.spec;
+    let lat = Latencies::of(run)?;
     let mut rows = Vec::new();
     for &payload in &spec.payloads {
         // The floor of this run: raw bytes echoed over the same loopback.
         let floor = match spec.codecs.iter().any(|c| c == FLOOR_STACK) {
-            true => percentile(&latencies_us(run, FLOOR_STACK, payload as u64)?, 50.0),
+            true => percentile(lat.get(FLOOR_STACK, payload as u64), 50.0),
             false => None,
         };
         for t in &spec.codecs {
-            let v = latencies_us(run, t, payload as u64)?;
+            let v = lat.get(t, payload as u64);
             let us = |p: f64| percentile(&v, p).map_or_else(dash, fmt::sig3);
             let p50 = percentile(&v, 50.0);
             let (times, above) = match (p50, floor) {
@@ -149,7 +167,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
 }
 
 /// The transport that measures the physical floor of a loopback round trip.
-const FLOOR_STACK: &str = "raw-tcp";
+const FLOOR_STACK: &str = probe::registry::Transport::RawTcp.name();
 
 /// HdrHistogram's percentile spectrum of one stack's latencies: (x, µs)
 /// points where x = 1 / (1 − quantile), the log tail axis on which p50, p90,
@@ -186,10 +204,11 @@ fn tail_label(x: f64) -> String {
 
 pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<PathBuf>> {
     let spec = &run.manifest.spec;
+    let lat = Latencies::of(run)?;
     let mut lines = Vec::new();
     for stack in &spec.codecs {
         for &payload in &spec.payloads {
-            let points = spectrum(&latencies_us(run, stack, payload as u64)?)?;
+            let points = spectrum(lat.get(stack, payload as u64))?;
             let mut label = display_name(stack);
             if spec.payloads.len() > 1 {
                 label += &format!(" ({})", crate::fmt::bytes(payload as f64));
