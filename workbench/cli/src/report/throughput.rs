@@ -5,33 +5,83 @@
 //! query. A second table, [`VERSUS`], sets ours beside ClickHouse per query
 //! and client count, at every core and at one thread each.
 
-use super::{distinct_u64, median, ratio_range, values, Report};
+use super::{median, ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::throughput::{Peer, Query, Record, Rss};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<records::server::throughput::Record>(registry::THROUGHPUT, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::THROUGHPUT, table, Some(figure));
 
-/// The (engine, query) pairs of the run, in first-seen order.
-fn series(run: &Run) -> Result<Vec<(String, String)>> {
-    let q = crate::report::tables::select(&run.records, &[("kind", "query")], &[])?;
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (e, name) in q.column("engine")?.str()?.iter().zip(q.column("query")?.str()?.iter()) {
-        if let (Some(e), Some(name)) = (e, name) {
-            if !out.iter().any(|(a, b)| a == e && b == name) {
-                out.push((e.to_string(), name.to_string()));
-            }
-        }
-    }
-    Ok(out)
+pub const VERSUS: Report = Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::THROUGHPUT, versus, None) };
+
+/// A run's records by kind, in the order written (build-stages' too, each
+/// with its build).
+pub(crate) struct Data {
+    pub queries: Vec<(String, Query)>,
+    pub rss: Vec<(String, Rss)>,
+    pub peers: Vec<Peer>,
 }
 
-pub const VERSUS: Report =
-    Report { name: "throughput-vs-clickhouse", ..Report::of::<records::server::throughput::Record>(registry::THROUGHPUT, versus, None) };
+impl Data {
+    pub fn of(run: &Run) -> Result<Data> {
+        let mut d = Data { queries: Vec::new(), rss: Vec::new(), peers: Vec::new() };
+        for r in run.each::<Record>() {
+            let r = r?;
+            match r.record {
+                Record::Query(q) => d.queries.push((r.cell.variant.to_string(), q)),
+                Record::Rss(x) => d.rss.push((r.cell.variant.to_string(), x)),
+                Record::Peer(p) => d.peers.push(p),
+            }
+        }
+        Ok(d)
+    }
+
+    /// The (engine, query) pairs of the run, in first-seen order.
+    fn series(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (_, q) in &self.queries {
+            if !out.iter().any(|(a, b)| *a == q.engine && *b == q.query) {
+                out.push((q.engine.clone(), q.query.clone()));
+            }
+        }
+        out
+    }
+
+    /// The client counts measured, ascending.
+    fn levels(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.queries.iter().map(|q| q.1.concurrency).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// A field of the query records of one engine, query and client count
+    /// (and round, if given).
+    fn query(&self, engine: &str, query: &str, c: u64, round: Option<u64>, f: fn(&Query) -> Option<f64>) -> Vec<f64> {
+        self.queries
+            .iter()
+            .map(|q| &q.1)
+            .filter(|q| q.engine == engine && q.query == query && q.concurrency == c)
+            .filter(|q| round.is_none() || q.round == round)
+            .filter_map(f)
+            .collect()
+    }
+
+    /// The memory samples of one engine (and query and client count, if given).
+    fn rss(&self, engine: &str, at: Option<(&str, u64)>) -> Vec<f64> {
+        self.rss
+            .iter()
+            .map(|r| &r.1)
+            .filter(|r| r.engine == engine && at.is_none_or(|(q, c)| r.query == q && r.concurrency == c))
+            .map(|r| r.rss_bytes as f64)
+            .collect()
+    }
+}
 
 fn engine_name(engine: &str) -> String {
     match engine {
@@ -44,25 +94,21 @@ fn engine_name(engine: &str) -> String {
 }
 
 /// What the run says of its peer: its version, how it ran, or why it did not.
-fn peer_note(run: &Run) -> Result<String> {
-    let Ok(df) = crate::report::tables::select(&run.records, &[("kind", "peer")], &[]) else {
-        return Ok(String::new());
-    };
-    if df.height() == 0 {
+fn peer_note(d: &Data) -> Result<String> {
+    let Some(first) = d.peers.first() else {
         return Ok(" No peer was configured for this run.".into());
-    }
-    let text = |col: &str| -> Option<String> { df.column(col).ok()?.str().ok()?.get(0).map(str::to_string) };
-    let Some(v) = text("version") else {
+    };
+    let Some(v) = &first.version else {
         return Ok(format!(
             " ClickHouse (chDB) did not run: {}.",
-            text("reason").unwrap_or_else(|| "no reason recorded".into())
+            first.reason.clone().unwrap_or_else(|| "no reason recorded".into())
         ));
     };
-    let num = |engine: &str, col: &str| -> Result<String> {
-        Ok(median(&values(run, &[("kind", "peer"), ("engine", engine)], &[], col)?)
-            .map_or_else(|| "?".into(), |x| format!("{x:.0}")))
+    let num = |engine: &str, f: fn(&Peer) -> Option<u64>| -> Result<String> {
+        let v: Vec<f64> = d.peers.iter().filter(|p| p.engine == engine).filter_map(|p| f(p).map(|x| x as f64)).collect();
+        Ok(median(&v).map_or_else(|| "?".into(), |x| format!("{x:.0}")))
     };
-    if df.column("client_processes").is_err() {
+    if d.peers.iter().all(|p| p.client_processes.is_none()) {
         // A dataset from before the peer served concurrent clients.
         return Ok(format!(
             " The peer is {v}, in process through its Python API, its clients Python threads sharing one \
@@ -74,41 +120,30 @@ fn peer_note(run: &Run) -> Result<String> {
          process), each over its own hard-linked copy of the same loaded table ({} active part), so c clients \
          run c queries at once; max_threads in effect {} (default) and {} (one thread). Its answers: every one \
          equal to its client's first, and every client's first equal to ours.",
-        num("clickhouse", "parts")?,
-        num("clickhouse", "max_threads")?,
-        num("clickhouse-1-thread", "max_threads")?,
+        num("clickhouse", |p| p.parts)?,
+        num("clickhouse", |p| p.max_threads)?,
+        num("clickhouse-1-thread", |p| p.max_threads)?,
     ))
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let levels = distinct_u64(&run_queries(run)?, "concurrency")?;
+    let d = Data::of(run)?;
+    let levels = d.levels();
     let mut rows = Vec::new();
-    for (engine, query) in series(run)? {
+    for (engine, query) in d.series() {
         for &c in &levels {
-            let pick = |col: &str| -> Result<Option<f64>> {
-                Ok(median(&values(
-                    run,
-                    &[("kind", "query"), ("engine", &engine), ("query", &query)],
-                    &[("concurrency", c)],
-                    col,
-                )?))
-            };
-            let Some(qps) = pick("qps")? else { continue };
-            let rss = values(
-                run,
-                &[("kind", "rss"), ("engine", &engine), ("query", &query)],
-                &[("concurrency", c)],
-                "rss_bytes",
-            )?;
+            let pick = |f: fn(&Query) -> Option<f64>| median(&d.query(&engine, &query, c, None, f));
+            let Some(qps) = pick(|q| Some(q.qps)) else { continue };
+            let rss = d.rss(&engine, Some((&query, c)));
             let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
             rows.push(row![
                 engine_name(&engine),
                 query.clone(),
                 c.to_string(),
                 fmt::sig3(qps),
-                pick("p50_ms")?.map_or_else(dash, fmt::sig3),
-                pick("p99_ms")?.map_or_else(dash, fmt::sig3),
-                pick("engine_p50_ms").unwrap_or(None).map_or_else(dash, fmt::sig3),
+                pick(|q| Some(q.p50_ms)).map_or_else(dash, fmt::sig3),
+                pick(|q| Some(q.p99_ms)).map_or_else(dash, fmt::sig3),
+                pick(|q| q.engine_p50_ms).map_or_else(dash, fmt::sig3),
                 median(&rss).map_or_else(dash, fmt::bytes),
                 peak.map_or_else(dash, fmt::bytes),
             ]);
@@ -129,7 +164,7 @@ fn table(run: &Run) -> Result<Table> {
             param("seconds"),
             param("rounds").parse::<u64>().unwrap_or(1),
             s.repetitions,
-            peer_note(run)?,
+            peer_note(&d)?,
         ),
         header: vec![
             "Engine",
@@ -149,23 +184,24 @@ fn table(run: &Run) -> Result<Table> {
 
 /// The rounds of a run (one per repetition of every engine), or `[None]`
 /// for a dataset from before rounds.
-fn rounds(q: &Run) -> Result<Vec<Option<u64>>> {
-    Ok(match q.records.column("round") {
-        Ok(_) => distinct_u64(q, "round")?.into_iter().map(Some).collect(),
-        Err(_) => vec![None],
-    })
+fn rounds(d: &Data) -> Vec<Option<u64>> {
+    let mut v: Vec<u64> = d.queries.iter().filter_map(|q| q.1.round).collect();
+    v.sort_unstable();
+    v.dedup();
+    match v.is_empty() {
+        true => vec![None],
+        false => v.into_iter().map(Some).collect(),
+    }
 }
 
 /// ClickHouse's own scaling at one thread a query: QPS at two clients ÷ at
 /// one, per query (`None` when the run lacks either).
-fn peer_scaling(q: &Run, query: &str) -> Result<Option<f64>> {
-    let at = |c: u64| -> Result<Option<f64>> {
-        Ok(median(&values(q, &[("engine", "clickhouse-1-thread"), ("query", query)], &[("concurrency", c)], "qps")?))
-    };
-    Ok(match (at(1)?, at(2)?) {
+fn peer_scaling(d: &Data, query: &str) -> Option<f64> {
+    let at = |c: u64| median(&d.query("clickhouse-1-thread", query, c, None, |q| Some(q.qps)));
+    match (at(1), at(2)) {
         (Some(one), Some(two)) if one > 0.0 => Some(two / one),
         _ => None,
-    })
+    }
 }
 
 /// The peer must serve two clients at once at least 1.8 times as fast as
@@ -179,22 +215,20 @@ pub const PEER_SCALING_FLOOR: f64 = 1.8;
 /// ran both engines, in alternating order), with every core and with one
 /// thread a query on each side.
 fn versus(run: &Run) -> Result<Table> {
-    let q = run_queries(run)?;
-    let levels = distinct_u64(&q, "concurrency")?;
-    let rounds = rounds(&q)?;
-    let queries: Vec<String> = series(run)?.into_iter().map(|(_, name)| name).fold(Vec::new(), |mut v, n| {
+    let d = Data::of(run)?;
+    let levels = d.levels();
+    let rounds = rounds(&d);
+    let queries: Vec<String> = d.series().into_iter().map(|(_, name)| name).fold(Vec::new(), |mut v, n| {
         if !v.contains(&n) {
             v.push(n)
         }
         v
     });
     let qps_round = |engine: &str, query: &str, c: u64, round: Option<u64>| -> Result<Option<f64>> {
-        let mut nums = vec![("concurrency", c)];
-        nums.extend(round.map(|r| ("round", r)));
-        Ok(median(&values(&q, &[("engine", engine), ("query", query)], &nums, "qps")?))
+        Ok(median(&d.query(engine, query, c, round, |q| Some(q.qps))))
     };
     let qps = |engine: &str, query: &str, c: u64| -> Result<Option<f64>> {
-        Ok(median(&values(&q, &[("engine", engine), ("query", query)], &[("concurrency", c)], "qps")?))
+        Ok(median(&d.query(engine, query, c, None, |q| Some(q.qps))))
     };
     let ratio = |a: &str, b: &str, query: &str, c: u64| -> Result<String> {
         let mut r = Vec::new();
@@ -209,7 +243,7 @@ fn versus(run: &Run) -> Result<Table> {
     };
     let show = |v: Option<f64>| v.map_or_else(dash, fmt::sig3);
     let scaling: Vec<(String, Option<f64>)> =
-        queries.iter().map(|n| Ok((n.clone(), peer_scaling(&q, n)?))).collect::<Result<_>>()?;
+        queries.iter().map(|n| (n.clone(), peer_scaling(&d, n))).collect();
     let concurrent = scaling.iter().all(|(_, s)| s.is_some_and(|s| s >= PEER_SCALING_FLOOR));
     let mut rows = Vec::new();
     for query in &queries {
@@ -243,7 +277,7 @@ fn versus(run: &Run) -> Result<Table> {
              concurrently reaches, so a ratio at more clients would measure how it was driven."
         ),
     };
-    let rss = values(run, &[("kind", "rss"), ("engine", "ours")], &[], "rss_bytes")?;
+    let rss = d.rss("ours", None);
     let peak = rss.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let rows_param = run
         .manifest
@@ -266,7 +300,7 @@ fn versus(run: &Run) -> Result<Table> {
             median(&rss).map_or_else(dash, fmt::bytes),
             peak.map_or_else(dash, fmt::bytes),
             scaling_note,
-            peer_note(run)?,
+            peer_note(&d)?,
         ),
         header: vec![
             "Query",
@@ -283,19 +317,14 @@ fn versus(run: &Run) -> Result<Table> {
     })
 }
 
-/// The query records only (the RSS samples carry a concurrency of their own).
-fn run_queries(run: &Run) -> Result<Run> {
-    Ok(Run::new(run.dir.clone(), run.manifest.clone(), crate::report::tables::select(&run.records, &[("kind", "query")], &[])?))
-}
-
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
-    let q = run_queries(run)?;
-    let levels = distinct_u64(&q, "concurrency")?;
+    let d = Data::of(run)?;
+    let levels = d.levels();
     let mut lines = Vec::new();
-    for (engine, query) in series(run)? {
+    for (engine, query) in d.series() {
         let mut points = Vec::new();
         for &c in &levels {
-            let v = values(&q, &[("engine", &engine), ("query", &query)], &[("concurrency", c)], "qps")?;
+            let v = d.query(&engine, &query, c, None, |q| Some(q.qps));
             if let Some(m) = median(&v) {
                 points.push((c as f64, m));
             }
