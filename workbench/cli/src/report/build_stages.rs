@@ -4,17 +4,49 @@
 //! the 100 ms samples); a stage that could not be built shows the error.
 //! Figure: RSS over the run, one line per stage.
 
-use super::{median, values, Report};
+use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, select, source_of, Cell, Table};
+use crate::report::tables::{dash, source_of, Cell, Table};
 use anyhow::Result;
 use probe::registry;
+use records::server::build_stages::Record;
+use records::server::throughput::{Query, Rss};
 use server::workload::QUERIES;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<records::server::build_stages::Record>(registry::BUILD_STAGES, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::BUILD_STAGES, table, Some(figure));
+
+/// A run's records, each with its build stage, in the order written.
+#[derive(Default)]
+struct Data {
+    binaries: Vec<(String, records::server::build_stages::Binary)>,
+    failed: Vec<(String, String)>,
+    queries: Vec<(String, Query)>,
+    rss: Vec<(String, u64, Rss)>,
+}
+
+impl Data {
+    fn of(run: &Run) -> Result<Data> {
+        let mut d = Data::default();
+        for r in run.each::<Record>() {
+            let r = r?;
+            let v = r.cell.variant.to_string();
+            match r.record {
+                Record::Binary(b) => d.binaries.push((v, b)),
+                Record::BuildFailed(f) => d.failed.push((v, f.error)),
+                Record::Query(q) => d.queries.push((v, q)),
+                Record::Rss(x) => d.rss.push((v, r.cell.rep, x)),
+            }
+        }
+        Ok(d)
+    }
+
+    fn rss<'a>(&'a self, variant: &'a str) -> impl Iterator<Item = (u64, &'a Rss)> + 'a {
+        self.rss.iter().filter(move |r| r.0 == variant).map(|r| (r.1, &r.2))
+    }
+}
 
 fn stage_name(variant: &str) -> &str {
     match variant {
@@ -33,27 +65,26 @@ fn table(run: &Run) -> Result<Table> {
     header.extend(["RSS (median)", "RSS (peak)"]);
     let mut rows = Vec::new();
     let mut failures = Vec::new();
+    let d = Data::of(run)?;
     for v in run.manifest.spec.variants_at(run.manifest.scale) {
-        let failed =
-            select(&run.records, &[("kind", "build-failed"), ("variant", v)], &[]).ok().filter(|d| d.height() > 0);
-        if let Some(df) = failed {
-            let err =
-                df.column("error").ok().and_then(|c| c.str().ok()?.get(0).map(str::to_string)).unwrap_or_default();
+        if let Some((_, err)) = d.failed.iter().find(|f| f.0 == *v) {
             failures.push(format!("{}: {}", stage_name(v), err.lines().next().unwrap_or("")));
             let mut row = vec![stage_name(v).to_string(), "not built".into()];
             row.extend(std::iter::repeat_n(dash(), QUERIES.len() + 3));
             rows.push(row.into_iter().map(Cell::from).collect());
             continue;
         }
-        let size = median(&values(run, &[("kind", "binary"), ("variant", v)], &[], "binary_bytes")?);
-        let stripped = median(&values(run, &[("kind", "binary"), ("variant", v)], &[], "stripped_bytes")?);
+        let binaries = || d.binaries.iter().filter(|b| b.0 == *v).map(|b| &b.1);
+        let size = median(&binaries().map(|b| b.binary_bytes as f64).collect::<Vec<_>>());
+        let stripped = median(&binaries().filter_map(|b| b.stripped_bytes).map(|b| b as f64).collect::<Vec<_>>());
         let mut row =
             vec![stage_name(v).to_string(), size.map_or_else(dash, fmt::bytes), stripped.map_or_else(dash, fmt::bytes)];
         for (q, _) in QUERIES {
-            let qps = median(&values(run, &[("kind", "query"), ("variant", v), ("query", q)], &[], "qps")?);
+            let qps: Vec<f64> = d.queries.iter().filter(|x| x.0 == *v && x.1.query == *q).map(|x| x.1.qps).collect();
+            let qps = median(&qps);
             row.push(qps.map_or_else(dash, fmt::sig3));
         }
-        let rss = values(run, &[("kind", "rss"), ("variant", v)], &[], "rss_bytes")?;
+        let rss: Vec<f64> = d.rss(v).map(|(_, r)| r.rss_bytes as f64).collect();
         row.push(median(&rss).map_or_else(dash, fmt::bytes));
         row.push(rss.iter().copied().reduce(f64::max).map_or_else(dash, fmt::bytes));
         rows.push(row.into_iter().map(Cell::from).collect());
@@ -78,14 +109,13 @@ fn table(run: &Run) -> Result<Table> {
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
+    let d = Data::of(run)?;
     for v in run.manifest.spec.variants_at(run.manifest.scale) {
-        let df = select(&run.records, &[("kind", "rss"), ("variant", v)], &[("rep", 0)])?;
-        if df.height() == 0 {
+        let points: Vec<(f64, f64)> = d.rss(v).filter(|(rep, _)| *rep == 0).map(|(_, r)| (r.t_s, r.rss_bytes as f64)).collect();
+        if points.is_empty() {
             continue;
         }
-        let t = crate::report::tables::floats(&df, "t_s")?;
-        let r = crate::report::tables::floats(&df, "rss_bytes")?;
-        lines.push(Line { label: stage_name(v).to_string(), points: t.into_iter().zip(r).collect() });
+        lines.push(Line { label: stage_name(v).to_string(), points });
     }
     let (_, xmax, _, ymax) = extent(&lines);
     let chart = Chart {
