@@ -557,13 +557,13 @@ pub fn stats(sh: &Shared) -> String {
         jemalloc_active: je.map(|j| j.active),
         jemalloc_resident: je.map(|j| j.resident),
         connections: sh.connections.load(Ordering::Relaxed) as u64,
-        accepted: c.accepted.load(Ordering::Relaxed) as u64,
-        refused: c.refused.load(Ordering::Relaxed) as u64,
-        calls: c.calls.load(Ordering::Relaxed) as u64,
-        errors: c.errors.load(Ordering::Relaxed) as u64,
+        accepted: c.accepted.load(Ordering::Relaxed),
+        refused: c.refused.load(Ordering::Relaxed),
+        calls: c.calls.load(Ordering::Relaxed),
+        errors: c.errors.load(Ordering::Relaxed),
         answer_bytes: sh.handler.budget().used() as u64,
-        closed_stalled: c.closed_stalled.load(Ordering::Relaxed) as u64,
-        closed_unread: c.closed_unread.load(Ordering::Relaxed) as u64,
+        closed_stalled: c.closed_stalled.load(Ordering::Relaxed),
+        closed_unread: c.closed_unread.load(Ordering::Relaxed),
     };
     serde_json::to_string(&stats).unwrap_or_default()
 }

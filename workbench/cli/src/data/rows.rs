@@ -223,7 +223,14 @@ mod tests {
 
     #[test]
     fn rows_read_back_as_written_with_their_cell() {
-        let a = AllocProfile { msg: 3, phase: Phase::Decode, wire_bytes: 9, allocs: Some(2), bytes: None, bytes_freed: None };
+        let a = AllocProfile {
+            msg: 3,
+            phase: Phase::Decode,
+            wire_bytes: 9,
+            allocs: Some(2),
+            bytes: None,
+            bytes_freed: None,
+        };
         let mut r = serde_json::to_value(&a).unwrap();
         let m = r.as_object_mut().unwrap();
         m.insert("variant".into(), json!("dhat"));

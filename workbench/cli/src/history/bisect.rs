@@ -70,8 +70,8 @@ pub fn value_in(dir: &Path, cell: &Planned, metric: &str, filters: &[(String, St
     if !names.iter().any(|n| n == metric) {
         bail!("{}: no column `{metric}`; its columns: {}", dir.display(), names.join(", "));
     }
-    let mut text: Vec<(&str, &str)> = vec![("variant", cell.variant.as_str())];
-    let mut nums: Vec<(&str, u64)> = vec![("rep", u64::from(cell.rep))];
+    let mut text: Vec<(&str, &str)> = vec![(records::columns::VARIANT, cell.variant.as_str())];
+    let mut nums: Vec<(&str, u64)> = vec![(records::columns::REP, u64::from(cell.rep))];
     for (k, v) in &cell.fields {
         match v {
             serde_json::Value::String(s) => text.push((k, s)),

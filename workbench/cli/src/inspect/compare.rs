@@ -371,7 +371,8 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
     };
     let keys: Vec<(&str, Vec<Option<String>>)> =
         KEYS.iter().filter(|k| has(k)).map(|k| Ok((*k, strings(k)?))).collect::<Result<_>>()?;
-    let variant = if has("variant") { strings("variant")? } else { vec![None; df.height()] };
+    let variant =
+        if has(records::columns::VARIANT) { strings(records::columns::VARIANT)? } else { vec![None; df.height()] };
     let mut counts: Vec<(&str, Vec<Option<u64>>)> = Vec::new();
     for c in COUNTS.iter().filter(|c| has(c)) {
         let s = df.column(c)?.cast(&DataType::UInt64)?;

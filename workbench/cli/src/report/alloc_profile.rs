@@ -38,7 +38,8 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
                 cells.get(&(codec.as_str(), payload as u64, variant, phase)).copied().unwrap_or_default()
             };
             let bytes = |c: Counts| c.bytes.mean();
-            let (enc, dec, rt) = (cell("dhat", Phase::Encode), cell("dhat", Phase::Decode), cell("dhat", Phase::Roundtrip));
+            let (enc, dec, rt) =
+                (cell("dhat", Phase::Encode), cell("dhat", Phase::Decode), cell("dhat", Phase::Roundtrip));
             let (je_enc, je_dec) = (cell("jemalloc", Phase::Encode), cell("jemalloc", Phase::Decode));
             let bop = match (bytes(enc), bytes(dec)) {
                 (Some(a), Some(b)) => Some(a + b),

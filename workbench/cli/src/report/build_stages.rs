@@ -111,7 +111,8 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let mut lines = Vec::new();
     let d = Data::of(run)?;
     for v in run.manifest.spec.variants_at(run.manifest.scale) {
-        let points: Vec<(f64, f64)> = d.rss(v).filter(|(rep, _)| *rep == 0).map(|(_, r)| (r.t_s, r.rss_bytes as f64)).collect();
+        let points: Vec<(f64, f64)> =
+            d.rss(v).filter(|(rep, _)| *rep == 0).map(|(_, r)| (r.t_s, r.rss_bytes as f64)).collect();
         if points.is_empty() {
             continue;
         }

@@ -38,7 +38,9 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
     let mut rounds = 0;
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let pick = |i: Implementation, op: Op| all.get(&(codec.as_str(), payload as u64, i, op)).map_or(&[][..], Vec::as_slice);
+            let pick = |i: Implementation, op: Op| {
+                all.get(&(codec.as_str(), payload as u64, i, op)).map_or(&[][..], Vec::as_slice)
+            };
             let enc = pick(Implementation::Codec, Op::Encode);
             rounds = rounds.max(enc.len());
             let ns = |i, op| -> Vec<f64> { pick(i, op).iter().map(|t| t.0).collect() };

@@ -58,7 +58,8 @@ fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for &query in &names {
         for &threads in &settings {
-            let ms: Vec<f64> = queries.iter().filter(|q| q.query == query && q.threads == threads).map(|q| q.ms).collect();
+            let ms: Vec<f64> =
+                queries.iter().filter(|q| q.query == query && q.threads == threads).map(|q| q.ms).collect();
             let Some(med) = median(&ms) else { continue };
             let (lo, hi) = ms.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
             let mem = |f: fn(&Memory) -> u64| -> String {

@@ -80,7 +80,7 @@ fn table(run: &Run) -> Result<Table> {
             " kill (a data directory of its own): the server killed with SIGKILL {} times, each after a random \
              20-400 ms of {} writers streaming {}-row insert batches, a reader and background merges, and \
              started again on the same directory: {} rows acknowledged, {} lost, {} duplicated, {} batches \
-             present in part; restart to its first answer on the table {} (median), {} (max).",
+             present in part; restart to its first answer on the table {:.1} ms (median), {:.1} ms (max).",
             fmt::thousands(k.kills),
             fmt::thousands(k.writers),
             fmt::thousands(k.batch_rows),
@@ -88,8 +88,8 @@ fn table(run: &Run) -> Result<Table> {
             fmt::thousands(k.rows_lost),
             fmt::thousands(k.duplicates),
             fmt::thousands(k.partial_batches),
-            format!("{:.1} ms", k.restart_ms_median),
-            format!("{:.1} ms", k.restart_ms_max),
+            k.restart_ms_median,
+            k.restart_ms_max,
         ),
     };
     let greedy_rows = summaries.iter().find_map(|s| match &s.detail {

@@ -23,12 +23,18 @@ fn of<'a>(
     kind: HeapKind,
 ) -> impl Iterator<Item = &'a Row<HeapGrowth, &'a str>> + 'a {
     rows.iter().filter(move |r| {
-        r.cell.codec() == codec && r.cell.payload() == payload as u64 && r.cell.variant == variant && r.record.kind == kind
+        r.cell.codec() == codec
+            && r.cell.payload() == payload as u64
+            && r.cell.variant == variant
+            && r.record.kind == kind
     })
 }
 
 /// The median of a field over records.
-fn median_of<'a>(rows: impl Iterator<Item = &'a Row<HeapGrowth, &'a str>>, f: fn(&HeapGrowth) -> Option<u64>) -> Option<f64> {
+fn median_of<'a>(
+    rows: impl Iterator<Item = &'a Row<HeapGrowth, &'a str>>,
+    f: fn(&HeapGrowth) -> Option<u64>,
+) -> Option<f64> {
     let v: Vec<&HeapGrowth> = rows.map(|r| &r.record).collect();
     stats_of(&field(&v, |r| f(r))).map(|s| s.0)
 }
@@ -56,8 +62,10 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
             let d = || of(&all, codec, payload, "dhat", HeapKind::Summary);
             let j = || of(&all, codec, payload, "jemalloc", HeapKind::Summary);
             let n = median_of(d(), |r| Some(r.messages)).or(median_of(j(), |r| Some(r.messages)));
-            let samples: Vec<&HeapGrowth> =
-                of(&all, codec, payload, "dhat", HeapKind::Sample).filter(|r| r.cell.rep == 0).map(|r| &r.record).collect();
+            let samples: Vec<&HeapGrowth> = of(&all, codec, payload, "dhat", HeapKind::Sample)
+                .filter(|r| r.cell.rep == 0)
+                .map(|r| &r.record)
+                .collect();
             let rate = |f: fn(&HeapGrowth) -> Option<u64>| steady_rate(samples.iter().map(|r| (r.messages, f(r))));
             rows.push(row![
                 display_name(codec),
@@ -117,8 +125,10 @@ pub fn heap_growth_lines(run: &Run, f: fn(&HeapGrowth) -> Option<u64>) -> Result
     let mut lines = Vec::new();
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let samples: Vec<&HeapGrowth> =
-                of(&all, codec, payload, "dhat", HeapKind::Sample).filter(|r| r.cell.rep == 0).map(|r| &r.record).collect();
+            let samples: Vec<&HeapGrowth> = of(&all, codec, payload, "dhat", HeapKind::Sample)
+                .filter(|r| r.cell.rep == 0)
+                .map(|r| &r.record)
+                .collect();
             if samples.is_empty() {
                 continue;
             }

@@ -9,7 +9,8 @@ use anyhow::Result;
 use probe::registry::{self, display_name};
 use records::subject::{Implementation, Op};
 
-pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
+pub const REPORT: Report =
+    Report::of::<records::subject::CodecSpeed>(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
 
 /// What each instrumented build costs in time: the codec-speed cells run in
 /// every build from one run (`experiments/instrumentation-cost.toml`).
@@ -23,7 +24,9 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
     let per_msg = |codec: &str, payload: usize, variant: &str, implementation| -> Result<Option<f64>> {
         let Some((_, t)) = by_variant.iter().find(|(v, _)| *v == variant) else { return Ok(None) };
         let median = |op| {
-            let ns: Vec<f64> = t.get(&(codec, payload as u64, implementation, op)).map_or(Vec::new(), |v| v.iter().map(|x| x.0).collect());
+            let ns: Vec<f64> = t
+                .get(&(codec, payload as u64, implementation, op))
+                .map_or(Vec::new(), |v| v.iter().map(|x| x.0).collect());
             stats_of(&ns).map(|s| s.0)
         };
         Ok(median(Op::Encode).zip(median(Op::Decode)).map(|(e, d)| e + d))

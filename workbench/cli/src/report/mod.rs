@@ -17,9 +17,10 @@
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
 //!   [`datastore_queries`], [`fault_soak`], [`io_wakeup`], [`pipeline_depth`], [`server_heap_growth`],
 //!   [`throughput`] (two: the run, and ours beside ClickHouse).
-//! - Shared query helpers here ([`values`], [`distinct_u64`], [`median`]) and
-//!   in [`crate::report::tables`] (selection, summaries, cells, rendering);
-//!   drawing in [`crate::report::figures`].
+//! - Each report reads its run's rows as the record type it names
+//!   ([`Report::of`], [`crate::data::dataset::Run::rows`]); shared helpers
+//!   here ([`median`], [`ratio_range`]) and in [`crate::report::tables`]
+//!   (summaries, cells, rendering); drawing in [`crate::report::figures`].
 
 use crate::data::dataset::{self, Run};
 use crate::spec::Scale;
@@ -235,24 +236,6 @@ pub fn write_figures(root: &Path, data: &Path, scale: Scale) -> Result<Vec<PathB
     analyse(data, scale)?.write_figures(root)
 }
 
-/// Values of column `col` in rows matching the filters, as floats.
-pub(crate) fn values(run: &Run, text: &[(&str, &str)], nums: &[(&str, u64)], col: &str) -> Result<Vec<f64>> {
-    let df = tables::select(&run.records, text, nums)?;
-    if df.height() == 0 {
-        return Ok(Vec::new());
-    }
-    tables::floats(&df, col)
-}
-
-/// Distinct values of a u64 column, ascending.
-pub(crate) fn distinct_u64(run: &Run, col: &str) -> Result<Vec<u64>> {
-    let c = run.records.column(col)?.cast(&polars::prelude::DataType::UInt64)?;
-    let mut v: Vec<u64> = c.u64()?.iter().flatten().collect();
-    v.sort_unstable();
-    v.dedup();
-    Ok(v)
-}
-
 /// A ratio across repetitions: its median and, when it had more than one
 /// value, its range, as `1.40× (1.31–1.52×)`; a dash when there is none.
 pub(crate) fn ratio_range(ratios: &[f64]) -> String {
@@ -265,15 +248,10 @@ pub(crate) fn ratio_range(ratios: &[f64]) -> String {
     format!("{m:.2}× ({lo:.2}–{hi:.2}×)")
 }
 
-/// The median of `v`; `None` when empty.
+/// The median of `v`; `None` when empty ([`tables::stats_of`]'s: the one
+/// median every table uses).
 pub(crate) fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
+    tables::stats_of(v).map(|s| s.0)
 }
 
 #[cfg(test)]

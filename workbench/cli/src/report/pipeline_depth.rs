@@ -56,7 +56,11 @@ impl Data {
 
     /// A field of the chains of one mode at one delay and depth.
     fn chains(&self, mode: Mode, rtt: u64, depth: u64, f: fn(&Chain) -> f64) -> Vec<f64> {
-        self.chains.iter().filter(|(m, c)| *m == mode && c.rtt_us == rtt && c.depth == depth).map(|(_, c)| f(c)).collect()
+        self.chains
+            .iter()
+            .filter(|(m, c)| *m == mode && c.rtt_us == rtt && c.depth == depth)
+            .map(|(_, c)| f(c))
+            .collect()
     }
 
     fn speedups(&self, rtt: u64, depth: u64) -> Vec<f64> {

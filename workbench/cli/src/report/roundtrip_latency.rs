@@ -11,11 +11,11 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
 use crate::report::tables::{dash, ratio, row, source_of, Table};
+use anyhow::Result;
+use probe::registry;
 use probe::registry::display_name;
 use records::subject::RoundTrip;
 use std::collections::HashMap;
-use anyhow::Result;
-use probe::registry;
 use std::path::{Path, PathBuf};
 
 const LATENCY_NAME: &str = registry::ROUNDTRIP_LATENCY.name;
@@ -122,8 +122,8 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
         };
         for t in &spec.codecs {
             let v = lat.get(t, payload as u64);
-            let us = |p: f64| percentile(&v, p).map_or_else(dash, fmt::sig3);
-            let p50 = percentile(&v, 50.0);
+            let us = |p: f64| percentile(v, p).map_or_else(dash, fmt::sig3);
+            let p50 = percentile(v, 50.0);
             let (times, above) = match (p50, floor) {
                 (Some(p), Some(f)) if f > 0.0 => (ratio(Some(p / f)), fmt::sig3(p - f)),
                 _ => (dash(), dash()),

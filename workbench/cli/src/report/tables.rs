@@ -11,7 +11,7 @@
 use crate::data::dataset::Run;
 use crate::fmt;
 use anyhow::{Context, Result};
-use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType, NamedFrom, Series};
+use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType, Series};
 
 /// A computed table, rendered to both formats.
 pub struct Table {
@@ -119,20 +119,12 @@ pub(crate) fn summary(
     })
 }
 
-pub(crate) fn median(df: &DataFrame, col: &str) -> Result<Option<f64>> {
-    Ok(stats(df, col)?.map(|s| s.0))
-}
-
 /// `(mean, min, max)` of a column. Allocation tables headline the mean: the
 /// records are every operation of a contiguous window, so the mean is the
 /// true cost per operation, where a median hides periodic allocations (one
 /// every 20 operations is 0.05 per operation, and a median of 0).
 pub fn mean_stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
     summary(df, col, |s| s.mean())
-}
-
-pub(crate) fn mean(df: &DataFrame, col: &str) -> Result<Option<f64>> {
-    Ok(mean_stats(df, col)?.map(|s| s.0))
 }
 
 /// Growth per million messages between the first sample after the start
@@ -268,7 +260,7 @@ pub(crate) fn median_ratio(a: &[f64], b: &[f64]) -> Result<Option<f64>> {
     if ratios.is_empty() || a.len() != b.len() {
         return Ok(None);
     }
-    Ok(Series::new("r".into(), ratios).median())
+    Ok(stats_of(&ratios).map(|s| s.0))
 }
 
 pub(crate) fn ratio(v: Option<f64>) -> String {

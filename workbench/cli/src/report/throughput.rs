@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::THROUGHPUT, table, Some(figure));
 
-pub const VERSUS: Report = Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::THROUGHPUT, versus, None) };
+pub const VERSUS: Report =
+    Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::THROUGHPUT, versus, None) };
 
 /// A run's records by kind, in the order written (build-stages' too, each
 /// with its build).
@@ -105,7 +106,8 @@ fn peer_note(d: &Data) -> Result<String> {
         ));
     };
     let num = |engine: &str, f: fn(&Peer) -> Option<u64>| -> Result<String> {
-        let v: Vec<f64> = d.peers.iter().filter(|p| p.engine == engine).filter_map(|p| f(p).map(|x| x as f64)).collect();
+        let v: Vec<f64> =
+            d.peers.iter().filter(|p| p.engine == engine).filter_map(|p| f(p).map(|x| x as f64)).collect();
         Ok(median(&v).map_or_else(|| "?".into(), |x| format!("{x:.0}")))
     };
     if d.peers.iter().all(|p| p.client_processes.is_none()) {
@@ -242,8 +244,7 @@ fn versus(run: &Run) -> Result<Table> {
         Ok(ratio_range(&r))
     };
     let show = |v: Option<f64>| v.map_or_else(dash, fmt::sig3);
-    let scaling: Vec<(String, Option<f64>)> =
-        queries.iter().map(|n| (n.clone(), peer_scaling(&d, n))).collect();
+    let scaling: Vec<(String, Option<f64>)> = queries.iter().map(|n| (n.clone(), peer_scaling(&d, n))).collect();
     let concurrent = scaling.iter().all(|(_, s)| s.is_some_and(|s| s >= PEER_SCALING_FLOOR));
     let mut rows = Vec::new();
     for query in &queries {

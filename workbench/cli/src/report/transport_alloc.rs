@@ -45,7 +45,8 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for t in &spec.codecs {
         for &payload in &spec.payloads {
-            let cell = |variant: &'static str| cells.get(&(t.as_str(), payload as u64, variant)).copied().unwrap_or_default();
+            let cell =
+                |variant: &'static str| cells.get(&(t.as_str(), payload as u64, variant)).copied().unwrap_or_default();
             let (d, j) = (cell("dhat"), cell("jemalloc"));
             rows.push(row![
                 display_name(t),

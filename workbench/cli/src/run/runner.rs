@@ -114,8 +114,8 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
                     // history` drives those binaries with these cells.
                     cell["payload"] = Value::from(payload);
                     let mut fields = Record::new();
-                    fields.insert("codec".into(), Value::from(codec.clone()));
-                    fields.insert("payload".into(), Value::from(payload as u64));
+                    fields.insert(records::columns::CODEC.into(), Value::from(codec.clone()));
+                    fields.insert(records::columns::PAYLOAD.into(), Value::from(payload as u64));
                     out.push(Planned {
                         id,
                         target: spec.target,
@@ -362,10 +362,10 @@ fn run_cells(
             Err(e) if variants::get(&p.variant).is_some_and(|v| v.pgo || v.bolt) => {
                 say(multi, format!("{}: {} not built: {e:#}", spec.dataset(), p.variant));
                 let mut r = p.fields.clone();
-                r.insert("kind".into(), Value::from("build-failed"));
-                r.insert("error".into(), Value::from(format!("{e:#}")));
-                r.insert("variant".into(), Value::from(p.variant.clone()));
-                r.insert("rep".into(), Value::from(p.rep));
+                let failed = records::runner::BuildFailed { error: format!("{e:#}") };
+                r.extend(serde_json::to_value(&failed)?.as_object().cloned().unwrap_or_default());
+                r.insert(records::columns::KIND.into(), Value::from(records::runner::BUILD_FAILED));
+                add_cell(&mut r, p);
                 dataset::write_atomic(&out, format!("{}\n", serde_json::to_string(&r)?).as_bytes())?;
                 overall.inc(1);
                 continue;
@@ -527,6 +527,12 @@ pub fn say(multi: &MultiProgress, line: String) {
     }
 }
 
+/// Adds the cell's build and repetition to a record ([`records::CellFields`]).
+fn add_cell(r: &mut Record, p: &Planned) {
+    r.insert(records::columns::VARIANT.into(), Value::from(p.variant.clone()));
+    r.insert(records::columns::REP.into(), Value::from(p.rep));
+}
+
 /// Spawns one cell's process and returns its records with the cell's fields added.
 pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
     let mut cell = p.cell.clone();
@@ -592,8 +598,7 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
         for (k, v) in &p.fields {
             r.insert(k.clone(), v.clone());
         }
-        r.insert("variant".into(), Value::from(p.variant.clone()));
-        r.insert("rep".into(), Value::from(p.rep));
+        add_cell(&mut r, p);
         records.push(r);
     }
     if records.is_empty() {

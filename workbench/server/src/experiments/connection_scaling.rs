@@ -242,7 +242,12 @@ fn clickhouse(
                 }
             }
             if let Some(e) = failed {
-                out.emit(&Failed { server: label.into(), connections: n as u64, reached: held.len() as u64, error: e })?;
+                out.emit(&Failed {
+                    server: label.into(),
+                    connections: n as u64,
+                    reached: held.len() as u64,
+                    error: e,
+                })?;
                 break;
             }
             std::thread::sleep(settle);

@@ -51,8 +51,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         let stdout = child.stdout.take().context("engine stdout")?;
         for line in std::io::BufReader::new(stdout).lines() {
             let line = line?;
-            let rec: Record =
-                serde_json::from_str(&line).with_context(|| format!("the engine printed {line:?}"))?;
+            let rec: Record = serde_json::from_str(&line).with_context(|| format!("the engine printed {line:?}"))?;
             out.emit(&rec)?;
         }
         let status = child.wait()?;

@@ -196,13 +196,7 @@ pub const GREEDY: [&str; 5] = [
 /// The greedy queries on a fresh server with the budgets given: each alone
 /// (a server each, so that each has its own high-water mark; the largest
 /// reported), or the four that aggregate at once; the summary record.
-fn run_greedy(
-    dir: &std::path::Path,
-    rows: u64,
-    query: usize,
-    server_budget: usize,
-    four: bool,
-) -> Result<Summary> {
+fn run_greedy(dir: &std::path::Path, rows: u64, query: usize, server_budget: usize, four: bool) -> Result<Summary> {
     let flags = [
         "--max-query-memory".to_string(),
         query.to_string(),

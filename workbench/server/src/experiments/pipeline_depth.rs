@@ -58,7 +58,13 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                         bail!("{mode} chain of depth {depth} ended at {v}");
                     }
                     times.push(ms);
-                    out.emit(&record(Timed { depth: depth as u64, rtt_us: rtt, run: r as u64, ms, flights: proxy.stats.flights() - f0 }))?;
+                    out.emit(&record(Timed {
+                        depth: depth as u64,
+                        rtt_us: rtt,
+                        run: r as u64,
+                        ms,
+                        flights: proxy.stats.flights() - f0,
+                    }))?;
                 }
             }
             let (p, q) = (median(&mut tp), median(&mut tr));

@@ -183,18 +183,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                                 let (lat, secs) = closed_loop(server.addr, sql, &expected[qi], c, seconds)
                                     .with_context(|| format!("{engine}: {name} at {c} client(s)"))?;
                                 let n = lat.len();
-                                emit_query(
-                                    out,
-                                    engine,
-                                    name,
-                                    c,
-                                    round,
-                                    rows,
-                                    lat,
-                                    secs,
-                                    n as u64,
-                                    None,
-                                )?;
+                                emit_query(out, engine, name, c, round, rows, lat, secs, n as u64, None)?;
                                 done += 1;
                                 progress(done, total);
                             }
@@ -211,7 +200,18 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                             let mut engine_ms = r.engine_ms;
                             let engine_p50 = Some(percentile(&mut engine_ms, 50.0));
                             let checked = r.answers as u64;
-                            emit_query(out, &engine, name, c, round, rows, r.latencies, r.elapsed, checked, engine_p50)?;
+                            emit_query(
+                                out,
+                                &engine,
+                                name,
+                                c,
+                                round,
+                                rows,
+                                r.latencies,
+                                r.elapsed,
+                                checked,
+                                engine_p50,
+                            )?;
                             done += 1;
                             progress(done, total);
                         }

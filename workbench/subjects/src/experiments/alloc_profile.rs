@@ -8,7 +8,6 @@ use anyhow::Result;
 use probe::Counters;
 use records::subject::{AllocProfile, Phase};
 
-
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;

@@ -31,7 +31,6 @@ use records::subject::{CodecSpeed, Implementation, Op};
 use std::hint::black_box;
 use std::time::Instant;
 
-
 /// Distinct votes cycled through, so a batch does not re-encode one message.
 const DISTINCT: usize = 64;
 /// Timed rounds per cell.

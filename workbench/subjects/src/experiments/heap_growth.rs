@@ -10,7 +10,6 @@ use probe::Snapshot;
 use records::subject::{HeapGrowth, HeapKind};
 use std::time::Instant;
 
-
 fn record(kind: HeapKind, messages: u64, s: &Snapshot, base: &Snapshot, elapsed_s: f64) -> HeapGrowth {
     let d = s.counters.since(&base.counters);
     let purges = match (s.jemalloc, base.jemalloc) {

@@ -120,4 +120,3 @@ pub fn run(ctx: Ctx<'_>) -> Result<()> {
 pub fn progress(done: u64, total: u64) {
     eprintln!("progress {done} {total}");
 }
-
