@@ -89,3 +89,41 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, subject};
+
+    #[test]
+    fn counts_are_means_per_phase_and_bytes_add_encode_and_decode() {
+        let rec = |msg, phase, allocs, bytes| AllocProfile {
+            msg,
+            phase,
+            wire_bytes: 9,
+            allocs: Some(allocs),
+            bytes: Some(bytes),
+            bytes_freed: None,
+        };
+        let d = || subject("zap", 0, "dhat", 0);
+        let rows = vec![
+            (d(), rec(0, Phase::Encode, 0, 0)),
+            (d(), rec(0, Phase::Decode, 2, 100)),
+            (d(), rec(1, Phase::Decode, 4, 300)),
+            (d(), rec(0, Phase::Roundtrip, 7, 50)),
+            (subject("zap", 0, "jemalloc", 0), AllocProfile { allocs: None, ..rec(0, Phase::Encode, 0, 8) }),
+            (subject("zap", 0, "jemalloc", 0), AllocProfile { allocs: None, ..rec(0, Phase::Decode, 0, 16) }),
+        ];
+        let t = alloc_profile(&run("alloc-profile", None, &rows)).unwrap();
+        let key = [display_name("zap"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Allocs (enc)"), "0");
+        assert_eq!(cell(&t, &key, "Allocs (dec)"), fmt::count(3.0));
+        assert_eq!(cell(&t, &key, "B/op"), fmt::bytes(200.0));
+        assert_eq!(cell(&t, &key, "Allocs/RT"), fmt::count(7.0));
+        assert_eq!(cell(&t, &key, "B/op (jemalloc)"), fmt::bytes(24.0));
+        // A payload with no records shows dashes, not zeros.
+        let other = [display_name("zap"), fmt::bytes(64.0)];
+        assert_eq!(cell(&t, &[&other[0], &other[1]], "Allocs (enc)"), crate::report::tables::dash());
+    }
+}

@@ -132,3 +132,43 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{run, server};
+    use records::runner::BuildFailed;
+    use records::server::build_stages::Binary;
+
+    #[test]
+    fn a_stage_that_failed_to_build_says_why() {
+        let query = |qps| Query {
+            engine: "ours".into(),
+            query: QUERIES[0].0.into(),
+            concurrency: 4,
+            round: None,
+            rows: 10,
+            queries: 10,
+            seconds: 1.0,
+            qps,
+            p50_ms: 1.0,
+            p99_ms: 1.0,
+            mean_ms: 1.0,
+            answers_checked: None,
+            engine_p50_ms: None,
+        };
+        let rows = vec![
+            (server("o3", 0), Record::Binary(Binary { binary_bytes: 4 << 20, stripped_bytes: Some(3 << 20) })),
+            (server("o3", 0), Record::Query(query(100.0))),
+            (server("o3", 1), Record::Query(query(300.0))),
+            (server("thinlto", 0), Record::BuildFailed(BuildFailed { error: "lld: not found\nmore".into() })),
+        ];
+        let t = table(&run("build-stages", None, &rows)).unwrap();
+        let o3 = t.rows.iter().find(|r| r[0].text == "O3 (release)").unwrap();
+        assert_eq!(o3[1].text, fmt::bytes((4 << 20) as f64));
+        assert_eq!(o3[3].text, fmt::sig3(200.0));
+        let thin = t.rows.iter().find(|r| r[0].text == "+ ThinLTO").unwrap();
+        assert_eq!(thin[1].text, "not built");
+        assert!(t.caption.contains("Not built: + ThinLTO: lld: not found."), "{}", t.caption);
+    }
+}

@@ -100,3 +100,42 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, subject};
+
+    #[test]
+    fn ratios_pair_each_round_with_its_own_zap_and_memcpy() {
+        let mut rows = Vec::new();
+        // Two rounds: the codec is 2× ZAP and 4× memcpy in each, though the
+        // machine ran twice as fast in the second.
+        for (round, scale) in [(0, 1.0), (1, 0.5)] {
+            let rec = |implementation, op, ns: f64| CodecSpeed {
+                round,
+                implementation,
+                op,
+                ns_per_op: ns * scale,
+                ops: 1000,
+                wire_bytes: 200,
+                window: 0,
+                pad: 0,
+            };
+            let c = || subject("json-rpc", 0, "system", 0);
+            rows.push((c(), rec(Implementation::Codec, Op::Encode, 40.0)));
+            rows.push((c(), rec(Implementation::Codec, Op::Decode, 80.0)));
+            rows.push((c(), rec(Implementation::Zap, Op::Encode, 20.0)));
+            rows.push((c(), rec(Implementation::Zap, Op::Decode, 20.0)));
+            rows.push((c(), rec(Implementation::Memcpy, Op::Copy, 10.0)));
+        }
+        let t = codec_speed(&run("codec-speed", None, &rows)).unwrap();
+        let key = [display_name("json-rpc"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Wire bytes"), fmt::count(200.0));
+        assert_eq!(cell(&t, &key, "Encode ns/op"), fmt::sig3(30.0));
+        assert_eq!(cell(&t, &key, "Enc vs ZAP"), format!("{}×", fmt::sig3(2.0)));
+        assert_eq!(cell(&t, &key, "Dec vs ZAP"), format!("{}×", fmt::sig3(4.0)));
+        assert_eq!(cell(&t, &key, "Enc vs memcpy"), format!("{}×", fmt::sig3(4.0)));
+    }
+}

@@ -259,3 +259,52 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+    use records::server::connection_scaling::{Ours, Theirs};
+
+    fn ours(n: u64, rss: u64) -> Record {
+        Record::Ours(Ours {
+            server: "ours".into(),
+            query: Some("SELECT x FROM one".into()),
+            connections: n,
+            server_connections: n,
+            rss_bytes: Some(rss),
+            peak_rss_bytes: Some(rss),
+            live_heap_bytes: None,
+            jemalloc_allocated: None,
+            jemalloc_active: None,
+            jemalloc_resident: None,
+            server_threads: Some(3),
+            server_open_files_limit: None,
+            driver_open_files_limit: None,
+        })
+    }
+
+    #[test]
+    fn growth_per_connection_from_the_first_step() {
+        let theirs = Theirs {
+            server: "clickhouse".into(),
+            connections: 10,
+            rss_bytes: 1 << 30,
+            peak_rss_bytes: 1 << 30,
+            server_threads: Some(40),
+            server_open_files_limit: None,
+            driver_open_files_limit: None,
+        };
+        let rows = vec![
+            (server("system", 0), ours(10, 1_000_000)),
+            (server("system", 0), ours(110, 1_100_000)),
+            (server("system", 0), Record::Theirs(theirs)),
+        ];
+        let t = table(&run("connection-scaling", None, &rows)).unwrap();
+        let ours_row = ["datastore-server (system)", "110"];
+        assert_eq!(cell(&t, &ours_row, "RSS growth"), fmt::bytes(100_000.0));
+        assert_eq!(cell(&t, &ours_row, "RSS / connection"), fmt::bytes(1000.0));
+        assert_eq!(cell(&t, &["clickhouse-server (Debian; HTTP keep-alive)", "10"], "Threads"), "40");
+        assert!(t.caption.contains("sent SELECT x FROM one once"), "{}", t.caption);
+    }
+}

@@ -94,3 +94,44 @@ fn table(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+
+    #[test]
+    fn a_row_per_query_and_threads_with_its_median_and_memory() {
+        let q = |threads, run, ms| {
+            Record::Query(Query { threads, query: "filtered-count".into(), run, ms, threads_used: 1, passes: 1 })
+        };
+        let rows = vec![
+            (
+                server("system", 0),
+                Record::Table(records::server::datastore_queries::Table {
+                    rows: 1_000_000,
+                    parts: 1,
+                    disk_bytes: 4096,
+                }),
+            ),
+            (server("system", 0), q(1, 1, 10.0)),
+            (server("system", 0), q(1, 2, 30.0)),
+            (server("system", 0), q(1, 3, 20.0)),
+            (server("system", 0), q(0, 1, 5.0)),
+            (
+                server("system", 0),
+                Record::Memory(Memory { threads: 1, rss_open_bytes: 1, rss_after_bytes: 2048, rss_peak_bytes: 4096 }),
+            ),
+        ];
+        let t = table(&run("datastore-queries", None, &rows)).unwrap();
+        assert_eq!(t.rows.len(), 2, "one row per threads setting");
+        let key = ["filtered-count", "1 thread"];
+        assert_eq!(cell(&t, &key, "Median (ms)"), fmt::sig3(20.0));
+        assert_eq!(cell(&t, &key, "Runs"), "3");
+        // 1M rows in 20 ms: 50 M rows/s.
+        assert_eq!(cell(&t, &key, "M rows/s"), fmt::sig3(50.0));
+        assert_eq!(cell(&t, &key, "Peak RSS"), fmt::bytes(4096.0));
+        assert_eq!(cell(&t, &["filtered-count", "every core"], "Peak RSS"), dash());
+        assert!(t.caption.contains("1,000,000 rows"), "{}", t.caption);
+    }
+}

@@ -156,3 +156,55 @@ fn table(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+    use records::server::fault_soak::{Greedy, Load};
+
+    fn summary(workload: &str, peak: u64, detail: Detail) -> Record {
+        Record::Summary(Summary {
+            workload: workload.into(),
+            connections: 10,
+            seconds: 5.0,
+            calls: 1000,
+            statuses: "200:990 503:10".into(),
+            acts: String::new(),
+            errors_5xx_internal: 0,
+            crashes: 0,
+            baseline_rss_bytes: 10 << 20,
+            peak_rss_bytes: peak,
+            detail,
+        })
+    }
+
+    #[test]
+    fn the_verdict_holds_each_workload_to_its_own_bound() {
+        let load = |warm: u64| Load {
+            flight: 100,
+            warm_peak_rss_bytes: warm,
+            sampled_peak_rss_bytes: 0,
+            end_rss_bytes: None,
+            answer_budget_bytes: 64 << 20,
+            conn_answer_budget_bytes: 8 << 20,
+            rows: 1000,
+            answer_size_bytes: 1 << 20,
+            held_answer_bytes: Some(0),
+        };
+        let greedy =
+            Greedy { query_memory_bytes: 1, server_memory_bytes: 2, greedy_rows: 300_000, within_server_budget: 0 };
+        let rows = vec![
+            (server("system", 0), summary("flight", 100 << 20, Detail::Load(load(50 << 20)))),
+            (server("system", 0), summary("soak", 200 << 20, Detail::Load(load(50 << 20)))),
+            (server("system", 0), summary("greedy 64 MiB / 128 MiB", 1 << 30, Detail::Greedy(greedy))),
+        ];
+        let t = table(&run("fault-soak", None, &rows)).unwrap();
+        assert_eq!(cell(&t, &["flight"], "Within"), "yes");
+        assert_eq!(cell(&t, &["soak"], "Within"), "NO");
+        assert_eq!(cell(&t, &["greedy 64 MiB / 128 MiB"], "Within"), "NO");
+        assert_eq!(cell(&t, &["greedy 64 MiB / 128 MiB"], "Warm peak"), dash());
+        assert!(t.caption.contains("greedy (a 300,000-row table"), "{}", t.caption);
+        assert!(!t.caption.contains(" kill ("), "no kill record, no kill sentence");
+    }
+}

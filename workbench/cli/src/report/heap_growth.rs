@@ -190,3 +190,45 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
     };
     write_pair(dir, name, (&volume, &left), (&live, &right))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, subject};
+
+    fn rec(kind: HeapKind, messages: u64, cum_bytes: u64) -> HeapGrowth {
+        HeapGrowth {
+            kind,
+            messages,
+            cum_bytes: Some(cum_bytes),
+            cum_allocs: Some(cum_bytes / 10),
+            live_bytes: Some(1000),
+            peak_live_bytes: Some(5000),
+            rss_bytes: None,
+            peak_rss_bytes: None,
+            purges: None,
+            elapsed_s: 0.1,
+        }
+    }
+
+    #[test]
+    fn the_steady_rate_leaves_out_the_warm_up() {
+        let d = || subject("zap", 0, "dhat", 0);
+        let rows = vec![
+            (d(), rec(HeapKind::Sample, 0, 0)),
+            // The first sample after the start carries the warm-up's 1 MB.
+            (d(), rec(HeapKind::Sample, 1000, 1_000_000)),
+            (d(), rec(HeapKind::Sample, 3000, 1_000_200)),
+            (d(), rec(HeapKind::Summary, 3000, 1_000_200)),
+        ];
+        let t = heap_growth(&run("heap-growth", None, &rows), registry::HEAP_GROWTH.name).unwrap();
+        let key = [display_name("zap"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Messages"), fmt::count(3000.0));
+        assert_eq!(cell(&t, &key, "Total allocated"), fmt::bytes(1_000_200.0));
+        // 200 B over 2,000 messages: 100,000 B a million.
+        assert_eq!(cell(&t, &key, "Steady alloc/M msgs"), fmt::bytes(100_000.0));
+        assert_eq!(cell(&t, &key, "Peak heap"), fmt::bytes(5000.0));
+        assert_eq!(cell(&t, &key, "Peak RSS"), crate::report::tables::dash());
+    }
+}

@@ -79,3 +79,44 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, subject};
+    use records::subject::CodecSpeed;
+
+    #[test]
+    fn each_build_is_priced_against_the_one_below_it() {
+        let mut rows = Vec::new();
+        for (variant, ns) in [("system", 10.0), ("jemalloc-plain", 11.0), ("jemalloc", 22.0), ("dhat", 100.0)] {
+            for (implementation, op) in [
+                (Implementation::Codec, Op::Encode),
+                (Implementation::Codec, Op::Decode),
+                (Implementation::Zap, Op::Encode),
+                (Implementation::Zap, Op::Decode),
+            ] {
+                let rec = CodecSpeed {
+                    round: 0,
+                    implementation,
+                    op,
+                    ns_per_op: ns,
+                    ops: 1,
+                    wire_bytes: 1,
+                    window: 0,
+                    pad: 0,
+                };
+                rows.push((subject("protobuf", 64, variant, 0), rec));
+            }
+        }
+        let t = instrumentation_cost(&run("instrumentation-cost", None, &rows)).unwrap();
+        let key = [display_name("protobuf"), fmt::bytes(64.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        let col = |i: usize| cell(&t, &key, t.header[i]);
+        assert_eq!(col(2), fmt::sig3(20.0));
+        assert_eq!(col(3), format!("{}×", fmt::sig3(1.1)));
+        assert_eq!(col(4), format!("{}×", fmt::sig3(2.0)));
+        assert_eq!(col(6), format!("{}×", fmt::sig3(10.0)));
+        assert_eq!(col(7), format!("{}×", fmt::sig3(2.2)));
+    }
+}

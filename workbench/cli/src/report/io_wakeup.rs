@@ -140,3 +140,47 @@ fn table(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+    use records::server::io_wakeup::{Chains, Cpu, Pings};
+
+    #[test]
+    fn on_over_off_is_taken_round_by_round() {
+        let mut rows = Vec::new();
+        for (round, slow) in [(0, 1.0), (1, 2.0)] {
+            for (spin, p99) in [(50, 10.0), (0, 40.0)] {
+                let pings = |phase: &str| {
+                    Record::Pings(Pings {
+                        spin_us: spin,
+                        round,
+                        phase: phase.into(),
+                        pings: 100,
+                        p50_us: Some(p99 / 2.0 * slow),
+                        p99_us: Some(p99 * slow),
+                        max_us: 100.0,
+                    })
+                };
+                rows.push((server("system", 0), pings("quiet")));
+                rows.push((server("system", 0), pings("chains")));
+                let chains =
+                    Chains { spin_us: spin, round, depth: 64, chains: 10, median_us: Some(100.0), p99_us: None };
+                rows.push((server("system", 0), Record::Chains(chains)));
+                let cpu =
+                    Cpu { spin_us: spin, round, clients: 10, queries: 10, seconds: 1.0, cpu_s: 0.01, cpu_per_s: 0.01 };
+                rows.push((server("system", 0), Record::Cpu(cpu)));
+            }
+        }
+        let t = table(&run("io-wakeup", None, &rows)).unwrap();
+        assert_eq!(
+            cell(&t, &["50 µs"], "Ping p99, quiet (µs)"),
+            format!("{} ({}–{})", fmt::sig3(15.0), fmt::sig3(10.0), fmt::sig3(20.0))
+        );
+        // 10 ÷ 40 in either round, though the second ran twice as slow.
+        assert_eq!(cell(&t, &["50 µs ÷ off"], "Ping p99, quiet (µs)"), "0.25× (0.25–0.25×)");
+        let one = fmt::sig3(1.0);
+        assert_eq!(cell(&t, &["off"], "Server CPU (% core)"), format!("{one} ({one}–{one})"));
+    }
+}

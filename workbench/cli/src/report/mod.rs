@@ -32,6 +32,9 @@ use tables::Table;
 pub mod figures;
 pub mod tables;
 
+#[cfg(test)]
+pub(crate) mod fixture;
+
 pub mod alloc_profile;
 pub mod build_stages;
 pub mod codec_speed;

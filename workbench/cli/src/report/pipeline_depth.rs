@@ -211,3 +211,31 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+    use records::server::pipeline_depth::Ratio;
+
+    #[test]
+    fn speedup_and_ideal_from_the_runs_own_times() {
+        let chain = |depth, ms| Chain { depth, rtt_us: 0, run: 0, ms, flights: depth };
+        let s = || server("system", 0);
+        let rows = vec![
+            (s(), Record::Pipelined(chain(1, 1.0))),
+            (s(), Record::RequestResponse(chain(1, 1.0))),
+            (s(), Record::Pipelined(chain(4, 1.3))),
+            (s(), Record::RequestResponse(chain(4, 4.0))),
+            (s(), Record::Ratio(Ratio { depth: 4, rtt_us: 0, runs: 1, speedup: 4.0 / 1.3 })),
+        ];
+        let t = table(&run("pipeline-depth", None, &rows)).unwrap();
+        let key = [rtt_label(0), "4".to_string()];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Pipelined (ms)"), fmt::sig3(1.3));
+        assert_eq!(cell(&t, &key, "Speedup"), format!("{:.2}×", 4.0 / 1.3));
+        // R = 1 ms, s = 0.1 ms a step: 4 ÷ (1 + 3 × 0.1).
+        assert_eq!(cell(&t, &key, "Ideal"), format!("{}×", fmt::sig3(4.0 / 1.3)));
+        assert_eq!(cell(&t, &key, "Flights (pipelined / req-resp)"), "4 / 4");
+    }
+}

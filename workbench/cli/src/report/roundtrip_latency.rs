@@ -257,6 +257,36 @@ fn builds(run: &Run) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixture::{cell, run, subject};
+
+    #[test]
+    fn percentiles_pool_the_repetitions_and_the_floor_is_the_runs_own() {
+        let trip = |ns| RoundTrip {
+            msg: 0,
+            allocs: None,
+            bytes: None,
+            ns,
+            service_ns: None,
+            client_allocs: None,
+            client_bytes: None,
+            server_allocs: None,
+            server_bytes: None,
+            other_allocs: None,
+        };
+        let mut rows = Vec::new();
+        for (rep, ns) in [(0, 30_000), (0, 40_000), (1, 50_000)] {
+            rows.push((subject("grpc", 0, "jemalloc", rep), trip(ns)));
+        }
+        rows.push((subject("raw-tcp", 0, "jemalloc", 0), trip(10_000)));
+        let t = roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::ROUNDTRIP_LATENCY.name).unwrap();
+        let key = [display_name("grpc"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "n"), "3");
+        assert_eq!(cell(&t, &key, "p50"), fmt::sig3(40.0));
+        assert_eq!(cell(&t, &key, "× floor"), format!("{}×", fmt::sig3(4.0)));
+        assert_eq!(cell(&t, &key, "above floor (µs)"), fmt::sig3(30.0));
+        assert_eq!(cell(&t, &key, "max"), fmt::sig3(50.0));
+    }
 
     #[test]
     fn tail_axis_labels_the_nines() {

@@ -128,3 +128,40 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+
+    #[test]
+    fn per_query_growth_leaves_out_the_first_interval() {
+        let sample = |queries, total_allocs, live| {
+            Record::Sample(Sample {
+                workload: "mix".into(),
+                queries,
+                total_allocs: Some(total_allocs),
+                total_bytes: Some(total_allocs * 100),
+                peak_heap_bytes: Some(9000),
+                live_heap_bytes: Some(live),
+                jemalloc_allocated: None,
+                jemalloc_active: None,
+                jemalloc_resident: None,
+                rss_bytes: Some(1 << 20),
+            })
+        };
+        let rows = vec![
+            (server("dhat", 0), sample(0, 0, 100)),
+            (server("dhat", 0), sample(10, 5000, 600)),
+            (server("dhat", 0), sample(30, 5400, 700)),
+            // Another repetition: not read.
+            (server("dhat", 1), sample(30, 1, 1)),
+        ];
+        let params = serde_json::json!({"workloads": ["mix"], "rows": 1000});
+        let t = table(&run("server-heap-growth", Some(params), &rows)).unwrap();
+        assert_eq!(cell(&t, &["mix", "dhat"], "Queries"), "30");
+        assert_eq!(cell(&t, &["mix", "dhat"], "Allocs/query"), fmt::count(20.0));
+        assert_eq!(cell(&t, &["mix", "dhat"], "Live growth"), fmt::bytes(100.0));
+        assert_eq!(cell(&t, &["mix", "dhat"], "RSS (end)"), fmt::bytes(1048576.0));
+    }
+}

@@ -347,3 +347,46 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+
+    fn query(engine: &str, c: u64, round: u64, qps: f64) -> Record {
+        Record::Query(Query {
+            engine: engine.into(),
+            query: "top-20-users".into(),
+            concurrency: c,
+            round: Some(round),
+            rows: 1000,
+            queries: 100,
+            seconds: 1.0,
+            qps,
+            p50_ms: 2.0,
+            p99_ms: 3.0,
+            mean_ms: 2.0,
+            answers_checked: Some(100),
+            engine_p50_ms: None,
+        })
+    }
+
+    #[test]
+    fn the_ratio_is_taken_round_by_round_and_more_clients_need_a_peer_that_scales() {
+        let mut rows = Vec::new();
+        for (round, speed) in [(0, 1.0), (1, 2.0)] {
+            rows.push((server("system", 0), query("ours", 1, round, 300.0 * speed)));
+            rows.push((server("system", 0), query("clickhouse", 1, round, 100.0 * speed)));
+            rows.push((server("system", 0), query("clickhouse-1-thread", 1, round, 50.0)));
+            // Two clients barely faster than one: the peer was not driven concurrently.
+            rows.push((server("system", 0), query("clickhouse-1-thread", 2, round, 55.0)));
+        }
+        let t = versus(&run("throughput", None, &rows)).unwrap();
+        assert_eq!(cell(&t, &["top-20-users", "1"], "Ours ÷ ClickHouse"), "3.00× (3.00–3.00×)");
+        assert!(t.rows.iter().all(|r| r[1].text == "1"), "only one client shown");
+        assert!(t.caption.contains("Only one client is shown"), "{}", t.caption);
+        let t = table(&run("throughput", None, &rows)).unwrap();
+        assert_eq!(cell(&t, &[&engine_name("ours"), "top-20-users", "1"], "QPS"), fmt::sig3(450.0));
+        assert!(t.caption.contains("No peer was configured"), "{}", t.caption);
+    }
+}

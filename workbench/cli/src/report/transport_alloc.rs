@@ -92,3 +92,41 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, subject};
+
+    fn trip(allocs: u64, client: u64, server: u64) -> RoundTrip {
+        RoundTrip {
+            msg: 0,
+            allocs: Some(allocs),
+            bytes: Some(allocs * 10),
+            ns: 1,
+            service_ns: None,
+            client_allocs: Some(client),
+            client_bytes: Some(client * 10),
+            server_allocs: Some(server),
+            server_bytes: Some(server * 10),
+            other_allocs: Some(allocs - client - server),
+        }
+    }
+
+    #[test]
+    fn sides_split_the_total() {
+        let rows = vec![
+            (subject("grpc", 0, "dhat", 0), trip(10, 4, 5)),
+            (subject("grpc", 0, "dhat", 0), trip(20, 8, 10)),
+            (subject("grpc", 0, "jemalloc", 0), RoundTrip { bytes: Some(64), ..trip(0, 0, 0) }),
+        ];
+        let t = transport_alloc(&run("transport-alloc", None, &rows)).unwrap();
+        let key = [display_name("grpc"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Allocs/RT"), fmt::count(15.0));
+        assert_eq!(cell(&t, &key, "Client allocs"), fmt::count(6.0));
+        assert_eq!(cell(&t, &key, "Server B"), fmt::bytes(75.0));
+        assert_eq!(cell(&t, &key, "Other allocs"), fmt::count(1.5));
+        assert_eq!(cell(&t, &key, "B/RT client (jemalloc)"), fmt::bytes(64.0));
+    }
+}
