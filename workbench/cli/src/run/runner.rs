@@ -109,9 +109,9 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
                         params: s.params.clone(),
                     };
                     let mut cell = serde_json::to_value(cell)?;
-                    // NOTE: written even when 0 (the Cell omits it then): the
-                    // subjects before c95d308 required it, and `workbench
-                    // history` drives those binaries with these cells.
+                    // NOTE: written even when 0 (the Cell omits it then): older
+                    // subjects require it, and `workbench history` drives
+                    // binaries built from older commits with these cells.
                     cell["payload"] = Value::from(payload);
                     let mut fields = Record::new();
                     fields.insert(records::columns::CODEC.into(), Value::from(codec.clone()));

@@ -1,5 +1,5 @@
 //! The server's measured runs, one file each, driven by the workbench:
-//! `datastore-server --cell '<json>'` runs one [`Cell`] and prints its records
+//! `datastore-load --cell '<json>'` runs one [`Cell`] and prints its records
 //! as JSON lines on stdout (and `progress DONE TOTAL` on stderr).
 //!
 //! The process that runs a cell is the load driver; the measured server is
