@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: the quick suite (every spec in experiments/ at quick scale),
-# then tables (paper/generated/) and figures (figures/) from the new data.
+# then every output from the data (`workbench render`).
 # Pass `--scale full` and spec names for the papers' scales, e.g.
 #   scripts/quick.sh heap-growth --scale full
 set -euo pipefail
@@ -26,23 +26,8 @@ python_env_wait
 # NOTE: tables and figures are written last: they are tracked files, and a
 # benchmark started after they change would record a dirty tree.
 target/release/workbench run --no-report "$@"
-scale=quick prev=""
-for a in "$@"; do
-  if [ "$prev" = --scale ]; then scale=$a; fi
-  prev=$a
-done
-target/release/workbench tables --scale "$scale"
-target/release/workbench figures --scale "$scale"
-# The paper (macros and the claims audit from data/, then
-# paper/build/main.pdf) and the browsable report of everything above (not
-# committed; open its index), side by side: LaTeX runs on one core, and
-# neither reads what the other writes.
-target/release/workbench paper &
-paper=$!
-report_status=0
-target/release/workbench report || report_status=$?
-paper_status=0
-wait "$paper" || paper_status=$?
-if [ "$paper_status" -ne 0 ]; then echo "quick: workbench paper failed (exit $paper_status)" >&2; fi
-if [ "$report_status" -ne 0 ]; then echo "quick: workbench report failed (exit $report_status)" >&2; fi
-[ "$paper_status" -eq 0 ] && [ "$report_status" -eq 0 ]
+# Every output from data/ in one process, each dataset loaded once: both
+# scales' tables (paper/generated/) and figures (figures/), the paper's
+# macros and claims audit, paper/build/main.pdf and the browsable report
+# (not committed; open its index). LaTeX runs beside the site.
+target/release/workbench render

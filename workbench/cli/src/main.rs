@@ -115,6 +115,14 @@ enum Cmd {
     /// Build the paper: macros and claims from data/, figures to PDF, then
     /// latexmk → paper/build/main.pdf (tables come from `workbench tables`).
     Paper,
+    /// Every output from data/ in one pass (runs nothing): each scale's
+    /// tables and figures, the paper's macros, the claims audit, the PDF and
+    /// the report site, every dataset loaded and every table computed once.
+    Render {
+        /// Where the site goes (default: <root>/report).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Write the browsable report site (static HTML, opens from the file
     /// system): every experiment, trace, comparison and history.
     Report {
@@ -366,6 +374,7 @@ fn main() -> Result<()> {
             println!("wrote {}", pdf.strip_prefix(&root).unwrap_or(&pdf).display());
         }
         Cmd::Trace { cmd } => review(cmd)?,
+        Cmd::Render { out } => render(&root, &data, &out.unwrap_or_else(|| root.join("report")))?,
         Cmd::Report { out } => {
             let out = out.unwrap_or_else(|| root.join("report"));
             let w = workbench::site::write(&root, &data, &out, &|s| eprintln!("report: {s}"))?;
@@ -591,6 +600,42 @@ fn report(root: &Path, data: &Path, scale: Scale) -> Result<()> {
         println!("\n{}", t.to_markdown());
     }
     print_written(root, &written);
+    Ok(())
+}
+
+/// `workbench render`: one analysis a scale feeds the tables, figures,
+/// macros and site; the PDF builds beside the site.
+fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
+    let mut analyses = Vec::new();
+    let mut written = Vec::new();
+    for scale in Scale::ALL {
+        let a = report::analyse(data, scale)?;
+        written.extend(a.write_tables(root)?);
+        written.extend(a.write_figures(root)?);
+        analyses.push(a);
+    }
+    written.push(workbench::paper::write_macros_of(root, data, workbench::paper::chosen_of(&analyses))?);
+    let (audit, claims) = workbench::paper::claims::write(root, data)?;
+    written.extend(claims);
+    print_written(root, &written);
+    println!("verdicts: {:?}", audit.counts());
+    // The PDF (latexmk) and the site share nothing: one beside the other.
+    let (pdf, site) = std::thread::scope(|s| {
+        let pdf = s.spawn(|| workbench::paper::build(root));
+        let site = workbench::site::write_of(root, data, out, &analyses, &audit, &|s| eprintln!("report: {s}"));
+        (pdf.join().map_err(|_| anyhow::anyhow!("the paper's build panicked")), site)
+    });
+    let site = site?;
+    println!(
+        "wrote {} experiment pages, {} trace pages, {} comparisons, {} histories: open {}",
+        site.experiments,
+        site.traces,
+        site.compares,
+        site.histories,
+        site.index.display()
+    );
+    let pdf = pdf??;
+    println!("wrote {}", pdf.strip_prefix(root).unwrap_or(&pdf).display());
     Ok(())
 }
 

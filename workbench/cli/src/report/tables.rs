@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use polars::prelude::{BooleanChunked, ChunkCompareEq, ChunkFull, DataFrame, DataType, Series};
 
 /// A computed table, rendered to both formats.
+#[derive(Debug, Clone)]
 pub struct Table {
     pub name: &'static str,
     /// Plain text: `to_latex` escapes it, `to_markdown` shows it as is.

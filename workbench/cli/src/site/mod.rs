@@ -104,6 +104,26 @@ pub fn dataset_dir(scale: Scale, dataset: &str) -> String {
 
 /// Writes the whole site to `out` (default `<root>/report`).
 pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> Result<Written> {
+    let audit = crate::paper::claims::load(&root.join("paper/claims.toml"))
+        .and_then(|c| crate::paper::claims::audit(&c, data))
+        .context("the claims audit (paper/claims.toml)")?;
+    let mut analyses = Vec::new();
+    for scale in Scale::ALL {
+        progress(&format!("{scale}: loading the newest runs"));
+        analyses.push(report::analyse(data, scale)?);
+    }
+    write_of(root, data, out, &analyses, &audit, progress)
+}
+
+/// [`write`] from analyses already made (one a scale) and the claims audit.
+pub fn write_of(
+    root: &Path,
+    data: &Path,
+    out: &Path,
+    analyses: &[report::Analysis],
+    audit: &crate::paper::claims::Audit,
+    progress: &dyn Fn(&str),
+) -> Result<Written> {
     let out = std::path::absolute(out).with_context(|| format!("resolving {}", out.display()))?;
     let parent = out.parent().context("the report directory has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -117,13 +137,9 @@ pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> R
     site.write("assets/site.js", page::JS)?;
     report::figures::register_font()?;
     let mut w = Written::default();
-    let audit = crate::paper::claims::load(&root.join("paper/claims.toml"))
-        .and_then(|c| crate::paper::claims::audit(&c, data))
-        .context("the claims audit (paper/claims.toml)")?;
     let mut scales = String::new();
-    for scale in Scale::ALL {
-        progress(&format!("{scale}: loading the newest runs"));
-        let analysis = report::analyse(data, scale)?;
+    for analysis in analyses {
+        let scale = analysis.scale;
         // One page per dataset; two reports of one dataset share it.
         let mut datasets: Vec<(&str, Vec<&'static Report>, &Path, &Run)> = Vec::new();
         for (r, dir, run) in analysis.runs() {
