@@ -194,7 +194,7 @@ pub fn write_of(
     body += "<p>Allocation counts come from the dhat build and are exact: a change in one is a change in the code. \
              Timings carry their spread; compare pages test them (Mann–Whitney U).</p>\n";
     body += &scales;
-    body += &claims_section(&audit);
+    body += &claims_section(audit);
     if !histories.is_empty() {
         body += "<h2 id=\"history\">History across commits</h2>\n<ul>\n";
         for (href, text) in &histories {
