@@ -94,10 +94,23 @@ fn tiny_suite_end_to_end() {
     assert_eq!(cells.len(), 4);
     let staging = runner::staging_dir(&opts, &heap).unwrap();
     std::fs::create_dir_all(staging.join("cells")).unwrap();
-    let marker = format!(
-        "{{\"kind\":\"summary\",\"messages\":300,\"marker\":7,\"codec\":\"zap\",\"payload\":0,\"variant\":\"{}\",\"rep\":0}}\n",
-        cells[0].variant
-    );
+    // A whole record of its kind (the reports read it through its type), and a marker.
+    let summary = records::subject::HeapGrowth {
+        kind: records::subject::HeapKind::Summary,
+        messages: 300,
+        cum_bytes: None,
+        cum_allocs: None,
+        live_bytes: None,
+        peak_live_bytes: None,
+        rss_bytes: None,
+        peak_rss_bytes: None,
+        purges: None,
+        elapsed_s: 0.0,
+    };
+    let mut marker = serde_json::to_value(&summary).unwrap();
+    let cell = serde_json::json!({"marker": 7, "codec": "zap", "payload": 0, "variant": cells[0].variant, "rep": 0});
+    marker.as_object_mut().unwrap().extend(cell.as_object().unwrap().clone());
+    let marker = format!("{marker}\n");
     std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[0].id)), marker).unwrap();
     let heap_run = runner::run_spec(&opts, hp, &heap, &mut bins, &multi).unwrap();
     assert_eq!((heap_run.cells, heap_run.resumed), (4, 1));
