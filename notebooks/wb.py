@@ -2,7 +2,8 @@
 
 data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/ holds records.parquet,
 manifest.json and traces/*.dhat.json; run ids sort by time, so the latest run
-is the last name. Generated tables are paper/generated/[full/]<experiment>.md.
+is the last name. Generated tables are paper/generated/[full/]<experiment>.json
+(and .md, .tex: the same values rendered).
 """
 from __future__ import annotations
 
@@ -35,21 +36,21 @@ def manifest(run: pathlib.Path) -> dict:
     return json.loads((run / "manifest.json").read_text())
 
 
-def table(experiment: str, scale: str = "quick") -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the generated Markdown table for `experiment`."""
-    path = ROOT / "paper" / "generated" / ("" if scale == "quick" else scale) / f"{experiment}.md"
-    lines = [l for l in path.read_text().splitlines() if l.startswith("|")]
-    split = lambda l: [c.strip() for c in l.strip("|").split("|")]
-    return split(lines[0]), [split(l) for l in lines[2:]]
+def table(experiment: str, scale: str = "quick") -> dict:
+    """The generated table of `experiment` (`paper/generated/[full/]<name>.json`,
+    written with the Markdown and LaTeX from the same values): name, caption,
+    header, rows of cells {"text": headline, "range": [min, max] or None}, source."""
+    path = ROOT / "paper" / "generated" / ("" if scale == "quick" else scale) / f"{experiment}.json"
+    return json.loads(path.read_text())
 
 
 def cell(experiment: str, row: tuple[str, str], column: str, scale: str = "quick") -> str:
-    """The headline text (before any ` [min, max]`) of one table cell."""
-    header, rows = table(experiment, scale)
-    col = header.index(column)
-    for r in rows:
-        if (r[0], r[1]) == row:
-            return r[col].split(" [")[0].strip()
+    """The headline text of one table cell: the row whose first two cells read `row`."""
+    t = table(experiment, scale)
+    col = t["header"].index(column)
+    for r in t["rows"]:
+        if (r[0]["text"], r[1]["text"]) == row:
+            return r[col]["text"]
     raise KeyError(f"{row} not in {experiment}")
 
 

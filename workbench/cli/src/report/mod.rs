@@ -184,14 +184,14 @@ impl Analysis {
         self.runs.iter().map(|(r, d, run)| (*r, d.as_path(), run.as_ref()))
     }
 
-    /// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md}` and
+    /// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md,json}` and
     /// removes those of experiments without a dataset; the paths written.
     pub fn write_tables(&self, root: &Path) -> Result<Vec<PathBuf>> {
         let dir = self.scale.dir(root, "paper/generated");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut written = Vec::new();
         for t in &self.tables {
-            for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown())] {
+            for (ext, text) in [("tex", t.to_latex()), ("md", t.to_markdown()), ("json", t.to_json())] {
                 let path = dir.join(format!("{}.{ext}", t.name));
                 dataset::write_atomic(&path, text.as_bytes())?;
                 written.push(path);
@@ -203,7 +203,7 @@ impl Analysis {
             if self.tables.iter().any(|t| t.name == exp) {
                 continue;
             }
-            for ext in ["tex", "md"] {
+            for ext in ["tex", "md", "json"] {
                 let stale = dir.join(format!("{exp}.{ext}"));
                 if stale.exists() {
                     std::fs::remove_file(&stale).with_context(|| format!("removing the stale {}", stale.display()))?;
