@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use probe::registry;
-use subjects::codecs::{run_with, Codec, Side, WithCodec};
+use subjects::codecs::{run_with, Codec, Envelope, WithCodec};
 use subjects::experiments::{Runs, EXPERIMENTS};
 use subjects::vote::{same_bytes, VoteData};
 
@@ -20,19 +20,19 @@ impl WithCodec for RoundTrip {
         let (mut client, mut server) = (C::new(), C::new());
         let mut v = VoteData::with_payload(self.0);
         v.set(7, 3);
-        let req = client.encode(&v, Side::Request)?.to_vec();
-        server.decode(&req, &v, Side::Request)?;
-        let resp = server.encode(&v, Side::Response)?.to_vec();
-        client.decode(&resp, &v, Side::Response)?;
+        let req = client.encode(&v, Envelope::Request)?.to_vec();
+        server.decode(&req, &v, Envelope::Request)?;
+        let resp = server.encode(&v, Envelope::Response)?.to_vec();
+        client.decode(&resp, &v, Envelope::Response)?;
         // A different vote must not pass the check.
         let mut other = v.clone();
         other.set(7, 4);
-        anyhow::ensure!(server.decode(&req, &other, Side::Request).is_err(), "{} accepted a wrong vote", C::NAME);
+        anyhow::ensure!(server.decode(&req, &other, Envelope::Request).is_err(), "{} accepted a wrong vote", C::NAME);
         // Corrupted bytes are an error, not a panic.
         let mut bad = req.clone();
         let n = bad.len();
         bad.truncate(n / 2);
-        anyhow::ensure!(server.decode(&bad, &v, Side::Request).is_err(), "{} accepted truncated bytes", C::NAME);
+        anyhow::ensure!(server.decode(&bad, &v, Envelope::Request).is_err(), "{} accepted truncated bytes", C::NAME);
         Ok(req.len())
     }
 }

@@ -100,7 +100,7 @@ pub fn chosen_of(analyses: &[Analysis]) -> BTreeMap<String, Table> {
     out
 }
 
-/// The headline of `mac`'s cell ([`tables::Cell::text`]), or `None` if its
+/// The headline of `mac`'s cell ([`tables::TableCell::text`]), or `None` if its
 /// table or row is missing.
 pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     let t = tables.get(mac.table)?;

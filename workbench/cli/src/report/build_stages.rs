@@ -8,7 +8,7 @@ use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, source_of, Cell, Table};
+use crate::report::tables::{dash, source_of, Table, TableCell};
 use anyhow::Result;
 use probe::registry;
 use records::server::build_stages::Record;
@@ -71,7 +71,7 @@ fn table(run: &Run) -> Result<Table> {
             failures.push(format!("{}: {}", stage_name(v), err.lines().next().unwrap_or("")));
             let mut row = vec![stage_name(v).to_string(), "not built".into()];
             row.extend(std::iter::repeat_n(dash(), QUERIES.len() + 3));
-            rows.push(row.into_iter().map(Cell::from).collect());
+            rows.push(row.into_iter().map(TableCell::from).collect());
             continue;
         }
         let binaries = || d.binaries.iter().filter(|b| b.0 == *v).map(|b| &b.1);
@@ -87,7 +87,7 @@ fn table(run: &Run) -> Result<Table> {
         let rss: Vec<f64> = d.rss(v).map(|(_, r)| r.rss_bytes as f64).collect();
         row.push(median(&rss).map_or_else(dash, fmt::bytes));
         row.push(rss.iter().copied().reduce(f64::max).map_or_else(dash, fmt::bytes));
-        rows.push(row.into_iter().map(Cell::from).collect());
+        rows.push(row.into_iter().map(TableCell::from).collect());
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());

@@ -4,7 +4,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{self, dash, median_ratio, opt_count, ratio, row, source_of, stats_of, Cell, Table};
+use crate::report::tables::{self, dash, median_ratio, opt_count, ratio, row, source_of, stats_of, Table, TableCell};
 use anyhow::Result;
 use probe::registry::{self, display_name};
 use records::subject::{CodecSpeed, Implementation, Op};
@@ -50,7 +50,7 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
             let m = ns(Implementation::Memcpy, Op::Copy);
             let wire: Vec<f64> = enc.iter().map(|t| t.1 as f64).collect();
             let ns_dist = |s: Option<(f64, f64, f64)>| match s {
-                Some((med, min, max)) => Cell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
+                Some((med, min, max)) => TableCell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
                 None => dash().into(),
             };
             rows.push(row![

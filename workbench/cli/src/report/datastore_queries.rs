@@ -5,7 +5,7 @@
 use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, row, source_of, Cell, Table};
+use crate::report::tables::{dash, row, source_of, Table, TableCell};
 use anyhow::Result;
 use probe::registry;
 use records::server::datastore_queries::{Memory, Query, Record};
@@ -69,7 +69,7 @@ fn table(run: &Run) -> Result<Table> {
             rows.push(row![
                 query.to_string(),
                 threads_label(threads),
-                Cell::ranged(fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
+                TableCell::ranged(fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
                 ms.len().to_string(),
                 rows_n.map_or_else(dash, |n| fmt::sig3(n as f64 / (med / 1e3) / 1e6)),
                 mem(|m| m.rss_after_bytes),

@@ -22,39 +22,39 @@ pub struct Table {
     /// Plain text: `to_latex` escapes it, `to_markdown` shows it as is.
     pub caption: String,
     pub header: Vec<&'static str>,
-    pub rows: Vec<Vec<Cell>>,
+    pub rows: Vec<Vec<TableCell>>,
     pub source: String,
 }
 
 /// One cell of a table: its headline and, when it summarises several runs,
 /// their range, rendered `headline [min, max]`. The paper's macros read
-/// the headline from here ([`Cell::text`]); nothing parses a rendered cell.
+/// the headline from here ([`TableCell::text`]); nothing parses a rendered cell.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Cell {
+pub struct TableCell {
     pub text: String,
     pub range: Option<(String, String)>,
 }
 
-impl Cell {
+impl TableCell {
     /// A headline with the range of the values it summarises.
-    pub fn ranged(text: String, lo: String, hi: String) -> Cell {
-        Cell { text, range: Some((lo, hi)) }
+    pub fn ranged(text: String, lo: String, hi: String) -> TableCell {
+        TableCell { text, range: Some((lo, hi)) }
     }
 }
 
-impl From<String> for Cell {
-    fn from(text: String) -> Cell {
-        Cell { text, range: None }
+impl From<String> for TableCell {
+    fn from(text: String) -> TableCell {
+        TableCell { text, range: None }
     }
 }
 
-impl From<&str> for Cell {
-    fn from(text: &str) -> Cell {
-        Cell::from(text.to_string())
+impl From<&str> for TableCell {
+    fn from(text: &str) -> TableCell {
+        TableCell::from(text.to_string())
     }
 }
 
-impl std::fmt::Display for Cell {
+impl std::fmt::Display for TableCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.range {
             None => f.write_str(&self.text),
@@ -63,10 +63,10 @@ impl std::fmt::Display for Cell {
     }
 }
 
-/// A table row from cells, strings or both: `row![name, Cell::ranged(…)]`.
+/// A table row from cells, strings or both: `row![name, TableCell::ranged(…)]`.
 macro_rules! row {
     ($($cell:expr),* $(,)?) => {
-        vec![$($crate::report::tables::Cell::from($cell)),*]
+        vec![$($crate::report::tables::TableCell::from($cell)),*]
     };
 }
 pub(crate) use row;
@@ -146,10 +146,10 @@ pub(crate) fn dash() -> String {
     "–".into()
 }
 
-pub(crate) fn dist(s: Option<(f64, f64, f64)>) -> Cell {
+pub(crate) fn dist(s: Option<(f64, f64, f64)>) -> TableCell {
     match s {
         Some((med, min, max)) if min == max => fmt::count(med).into(),
-        Some((med, min, max)) => Cell::ranged(fmt::count(med), fmt::count(min), fmt::count(max)),
+        Some((med, min, max)) => TableCell::ranged(fmt::count(med), fmt::count(min), fmt::count(max)),
         None => dash().into(),
     }
 }
@@ -320,7 +320,7 @@ impl Table {
             self.header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()
         );
         for row in &self.rows {
-            s += &format!("| {} |\n", row.iter().map(Cell::to_string).collect::<Vec<_>>().join(" | "));
+            s += &format!("| {} |\n", row.iter().map(TableCell::to_string).collect::<Vec<_>>().join(" | "));
         }
         s
     }
@@ -408,7 +408,7 @@ mod tests {
             name: "t",
             caption: "c <b>".into(),
             header: vec!["codec", "bytes"],
-            rows: vec![vec!["ZAP".into(), Cell::ranged("1,024".into(), "1,000".into(), "1,100".into())]],
+            rows: vec![vec!["ZAP".into(), TableCell::ranged("1,024".into(), "1,000".into(), "1,100".into())]],
             source: "data/t/x".into(),
         };
         let html = t.to_html();

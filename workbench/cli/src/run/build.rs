@@ -37,13 +37,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::run::fingerprint;
-use crate::spec::variants::{get, Variant, PROFILE, VARIANTS};
+use crate::spec::variants::{get, Build, PROFILE, VARIANTS};
 use probe::registry::Target;
 
 /// The target directory's name for a plain (not profile-guided) variant:
 /// `release` for the plain profile, otherwise the first variant with the
 /// same profile settings, whatever their allocator features.
-fn build_dir(v: &Variant) -> &'static str {
+fn build_dir(v: &Build) -> &'static str {
     if v.profile_env.is_empty() {
         return PROFILE;
     }
@@ -69,7 +69,7 @@ fn build_shared(
     root: &Path,
     dir: &Path,
     target: Target,
-    v: &Variant,
+    v: &Build,
     log_file: &mut std::fs::File,
     log: &Path,
 ) -> Result<PathBuf> {
@@ -90,7 +90,7 @@ fn build_shared(
 /// binaries, or only the measured one: a build that shares the workspace's
 /// compiled crates makes the driver at no cost, any other would compile and
 /// link it again with the variant's profile.
-fn builds_every_binary(v: &Variant, rustflags: &str) -> bool {
+fn builds_every_binary(v: &Build, rustflags: &str) -> bool {
     v.shares_workspace_build() && rustflags.is_empty()
 }
 
@@ -255,7 +255,7 @@ fn cargo_build(
     root: &Path,
     target_dir: &Path,
     target: Target,
-    v: &Variant,
+    v: &Build,
     rustflags: &str,
     log_file: &mut std::fs::File,
     log: &Path,

@@ -4,7 +4,7 @@
 //! change highlighted only when Mann–Whitney U calls it significant.
 
 use super::page::{self, esc};
-use super::Site;
+use super::Pages;
 use crate::data::dataset::Run;
 use crate::inspect::compare::{self, ci, num, num_signed, Comparison};
 use anyhow::Result;
@@ -13,7 +13,7 @@ use anyhow::Result;
 pub const ALPHA: f64 = 0.05;
 
 /// Writes the page comparing `b` against `a` at `rel`.
-pub fn write(site: &Site, rel: &str, a: &Run, b: &Run) -> Result<Comparison> {
+pub fn write(site: &Pages, rel: &str, a: &Run, b: &Run) -> Result<Comparison> {
     let c = compare::compare(a, b, ALPHA)?;
     let mut body = page::facts(&[("A (before)", esc(&c.a)), ("B (after)", esc(&c.b))]);
     if !c.notes.is_empty() {

@@ -5,7 +5,7 @@
 //! run before get pages of their own.
 
 use super::page::{self, esc, link};
-use super::{compare, dataset_dir, traces, Site};
+use super::{compare, dataset_dir, traces, Pages};
 use crate::data::dataset::{self, Run};
 use crate::paper::claims::ClaimResult;
 use crate::report::tables::Table;
@@ -26,7 +26,7 @@ pub struct Written {
 
 #[allow(clippy::too_many_arguments)]
 pub fn write(
-    site: &Site,
+    site: &Pages,
     scale: Scale,
     name: &str,
     reports: &[&'static Report],
@@ -168,7 +168,7 @@ pub fn write(
     Ok(Written { runs: all.len(), traces: trace_rows.len(), compares: compares.len(), newest_compare })
 }
 
-fn facts(site: &Site, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static str, String)> {
+fn facts(site: &Pages, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static str, String)> {
     let m = &run.manifest;
     let load = |l: &Option<[f64; 3]>| l.map_or("—".into(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
     let mut v = vec![

@@ -5,7 +5,7 @@
 //! against the commits.
 
 use super::page::{self, esc, link};
-use super::Site;
+use super::Pages;
 use crate::data::dataset;
 use crate::history::{self, Index};
 use crate::inspect::compare::{self, num, Comparison};
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Writes a page per history index under `data`; each page's link and title.
-pub fn write_pages(site: &Site, data: &Path) -> Result<Vec<(String, String)>> {
+pub fn write_pages(site: &Pages, data: &Path) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for index in history::indexes(data)? {
         let name = format!("{}-{}", index.dataset, index.scale);
@@ -26,7 +26,7 @@ pub fn write_pages(site: &Site, data: &Path) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-fn write(site: &Site, data: &Path, index: &Index, rel: &str) -> Result<()> {
+fn write(site: &Pages, data: &Path, index: &Index, rel: &str) -> Result<()> {
     let runs = history::runs_of(data, index)?;
     let mut rows = Vec::new();
     let mut measured: Vec<(usize, dataset::Run)> = Vec::new();
@@ -216,7 +216,7 @@ mod tests {
         std::fs::create_dir_all(&failed).unwrap();
         std::fs::write(failed.join("failed-quick.txt"), "building subject (dhat) failed").unwrap();
         let index = Index { dataset: "heap-growth".into(), scale: Scale::Quick, commits: commits.clone() };
-        let site = Site { build: tmp.join("site"), out: tmp.join("site"), data: data.clone(), root: root.clone() };
+        let site = Pages { build: tmp.join("site"), out: tmp.join("site"), data: data.clone(), root: root.clone() };
         crate::report::figures::register_font().unwrap();
         write(&site, &data, &index, "history/t.html").unwrap();
         let html = std::fs::read_to_string(tmp.join("site/history/t.html")).unwrap();

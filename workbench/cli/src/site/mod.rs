@@ -47,7 +47,7 @@ pub struct Written {
 }
 
 /// Where a page is written and where its links point.
-pub struct Site {
+pub struct Pages {
     /// The directory being written (renamed to `out` at the end).
     pub build: PathBuf,
     /// The site's final directory: links are relative to pages there.
@@ -56,7 +56,7 @@ pub struct Site {
     pub root: PathBuf,
 }
 
-impl Site {
+impl Pages {
     /// A file of the site, by its path inside it (directories created).
     pub fn file(&self, rel: &str) -> Result<PathBuf> {
         let p = self.build.join(rel);
@@ -132,7 +132,7 @@ pub fn write_of(
     if build.exists() {
         std::fs::remove_dir_all(&build).with_context(|| format!("removing {}", build.display()))?;
     }
-    let site = Site { build: build.clone(), out: out.clone(), data: std::path::absolute(data)?, root: root.into() };
+    let site = Pages { build: build.clone(), out: out.clone(), data: std::path::absolute(data)?, root: root.into() };
     site.write("assets/site.css", page::CSS)?;
     site.write("assets/site.js", page::JS)?;
     report::figures::register_font()?;

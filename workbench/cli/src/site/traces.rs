@@ -5,7 +5,7 @@
 //! DHAT's own viewer.
 
 use super::page::{self, esc, link};
-use super::Site;
+use super::Pages;
 use crate::fmt::thousands;
 use crate::inspect::trace::{self, By, Trace};
 use anyhow::Result;
@@ -25,7 +25,7 @@ pub struct Written {
     pub operations: Option<u64>,
 }
 
-pub fn write(site: &Site, dataset_dir: &str, path: &Path) -> Result<Written> {
+pub fn write(site: &Pages, dataset_dir: &str, path: &Path) -> Result<Written> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let cell = name.trim_end_matches(".dhat.json").to_string();
     let rel = format!("{dataset_dir}/traces/{cell}.html");

@@ -6,7 +6,7 @@
 pub const PROFILE: &str = "release";
 
 /// One way of building a target.
-pub struct Variant {
+pub struct Build {
     pub name: &'static str,
     /// Cargo features that select the allocator.
     pub features: &'static [&'static str],
@@ -27,8 +27,8 @@ const GLIBC: &str = "system (glibc malloc)";
 /// line tables only, an inlined frame resolves to its bare name, `new`), which
 /// the release profile itself gives every variant (`debug = "limited"`, the
 /// workspace's Cargo.toml), so dhat needs no profile setting of its own.
-pub const VARIANTS: &[Variant] = &[
-    Variant {
+pub const VARIANTS: &[Build] = &[
+    Build {
         name: "dhat",
         features: &["dhat"],
         allocator: "dhat 0.3 (counting wrapper over the system allocator; debug = limited, 40 frames per site)",
@@ -36,7 +36,7 @@ pub const VARIANTS: &[Variant] = &[
         pgo: false,
         bolt: false,
     },
-    Variant {
+    Build {
         name: "jemalloc",
         features: &["jemalloc"],
         allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats enabled)",
@@ -44,7 +44,7 @@ pub const VARIANTS: &[Variant] = &[
         pgo: false,
         bolt: false,
     },
-    Variant {
+    Build {
         name: "jemalloc-plain",
         features: &["jemalloc-plain"],
         allocator: "tikv-jemallocator 0.7 (jemalloc 5, stats compiled out)",
@@ -52,10 +52,10 @@ pub const VARIANTS: &[Variant] = &[
         pgo: false,
         bolt: false,
     },
-    Variant { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    Build { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
     // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
-    Variant { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
-    Variant {
+    Build { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    Build {
         name: "thinlto",
         features: &[],
         allocator: GLIBC,
@@ -63,12 +63,12 @@ pub const VARIANTS: &[Variant] = &[
         pgo: false,
         bolt: false,
     },
-    Variant { name: "fatlto", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: false, bolt: false },
-    Variant { name: "pgo", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: false },
-    Variant { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
+    Build { name: "fatlto", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: false, bolt: false },
+    Build { name: "pgo", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: false },
+    Build { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
 ];
 
-impl Variant {
+impl Build {
     /// Whether the variant compiles with the workspace's own profile, and so
     /// reuses what the workspace build compiled (cargo's build directory):
     /// any profile setting (LTO, codegen units) or a profile-guided build
@@ -79,7 +79,7 @@ impl Variant {
 }
 
 /// The variant named `name`.
-pub fn get(name: &str) -> Option<&'static Variant> {
+pub fn get(name: &str) -> Option<&'static Build> {
     VARIANTS.iter().find(|v| v.name == name)
 }
 

@@ -8,11 +8,11 @@
 //! Records: `kind = "binary"` (binary_bytes, and stripped_bytes without
 //! debug info), then throughput's.
 
-use super::{Cell, Experiment, Records};
+use super::{Cell, Driver, Records};
 use anyhow::{bail, Context, Result};
 use records::server::build_stages::{Binary, Written};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::BUILD_STAGES.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::BUILD_STAGES.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if cell.params.contains_key("chdb") {
@@ -31,5 +31,5 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     };
     let _ = std::fs::remove_file(&stripped);
     out.emit(&Written::Binary(Binary { binary_bytes: bytes, stripped_bytes }))?;
-    (super::throughput::EXPERIMENT.run)(cell, out)
+    (super::throughput::DRIVER.run)(cell, out)
 }

@@ -11,7 +11,7 @@
 //! each sample, so the last replies and frees have happened), `clickhouse`
 //! (path of `clickhouse-server`).
 
-use super::{open_files_limit, ping_once, progress, Cell, Experiment, Records, ServerChild};
+use super::{open_files_limit, ping_once, progress, Cell, Driver, Records, ServerChild};
 use anyhow::{bail, Context, Result};
 use records::server::connection_scaling::{Failed, Ours, Peer, PeerKind, Theirs};
 use std::io::{Read, Write};
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::CONNECTION_SCALING.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::CONNECTION_SCALING.runs, run };
 
 /// The query every connection sends once, on both servers: one row of a
 /// one-row table (our SQL needs a FROM, so `SELECT 1` would not be the same

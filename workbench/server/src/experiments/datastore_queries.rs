@@ -11,7 +11,7 @@
 //! Params: `rows`, `batch` (rows per insert when loading), `runs`, `threads`.
 //! Records: [`records::server::datastore_queries`].
 
-use super::{progress, Cell, Experiment, Records};
+use super::{progress, Cell, Driver, Records};
 use crate::workload;
 use anyhow::{bail, Context, Result};
 use records::server::datastore_queries::{Memory, Query, Record, Table};
@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::DATASTORE_QUERIES.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::DATASTORE_QUERIES.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let rows: u64 = cell.param("rows", 1_000_000)?;

@@ -44,7 +44,7 @@
 //! workload (the greedy ones one per budget and concurrency) and one of
 //! the kills.
 
-use super::{progress, Cell, Experiment, Records, ServerChild};
+use super::{progress, Cell, Driver, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
 use crate::protocol;
 use crate::workload;
@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::FAULT_SOAK.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::FAULT_SOAK.runs, run };
 
 const BIG: &[u8] = b"SELECT * FROM t";
 

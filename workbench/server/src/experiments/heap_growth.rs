@@ -12,13 +12,13 @@
 //! takes ≈ 35 ms each), `samples` per workload, `rows` (the mix's table).
 //! Records: [`records::server::server_heap_growth`].
 
-use super::{progress, Cell, Experiment, Records, ServerChild};
+use super::{progress, Cell, Driver, Records, ServerChild};
 use crate::client::Client;
 use crate::workload;
 use anyhow::{bail, Context, Result};
 use records::server::server_heap_growth::{Record, Sample};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let workloads: Vec<String> = cell.param("workloads", vec!["ping".to_string(), "mix".to_string()])?;

@@ -18,7 +18,7 @@
 //! Records: [`records::server::io_wakeup`]. Every chain ends at its depth
 //! and every query's answer equals the first, or the cell fails.
 
-use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
+use super::{percentile, progress, Cell, Driver, Records, ServerChild};
 use crate::chain;
 use crate::client::Client;
 use crate::workload;
@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::IO_WAKEUP.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::IO_WAKEUP.runs, run };
 
 struct Params {
     background: usize,

@@ -9,14 +9,14 @@
 //! 10,000 descriptors on each side of the loopback).
 //!
 //! Adding an experiment: its entry in [`probe::registry`], then copy one
-//! file here (a `pub const EXPERIMENT` naming that entry, and its `run`) and
-//! list it in [`EXPERIMENTS`].
+//! file here (a `pub const DRIVER` naming that entry, and its `run`) and
+//! list it in [`DRIVERS`].
 //!
 //! # Layout
 //! - [`Cell`] (probe's, shared with every target): what the workbench asks
 //!   for; [`Cell::param`] reads the spec's per-scale settings, naming the
 //!   key at fault; [`work_dir`] its scratch directory.
-//! - [`EXPERIMENTS`], [`run`]: the run functions of the registry's server entries (build-stages,
+//! - [`DRIVERS`], [`run`]: the run functions of the registry's server entries (build-stages,
 //!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
 //!   io-wakeup, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
@@ -39,30 +39,30 @@ pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod throughput;
 
-/// A registered experiment ([`probe::registry`]) and the function that
+/// The driver of a registered experiment ([`probe::registry`]): the function that
 /// runs one cell of it.
-pub struct Experiment {
+pub struct Driver {
     /// The entry's [`probe::registry::Experiment::runs`].
     pub name: &'static str,
     pub run: fn(&Cell, &mut Records) -> Result<()>,
 }
 
 /// Every experiment the server runs (the workbench checks spec names against these).
-pub const EXPERIMENTS: &[Experiment] = &[
-    build_stages::EXPERIMENT,
-    connection_scaling::EXPERIMENT,
-    datastore_queries::EXPERIMENT,
-    fault_soak::EXPERIMENT,
-    heap_growth::EXPERIMENT,
-    io_wakeup::EXPERIMENT,
-    pipeline_depth::EXPERIMENT,
-    throughput::EXPERIMENT,
+pub const DRIVERS: &[Driver] = &[
+    build_stages::DRIVER,
+    connection_scaling::DRIVER,
+    datastore_queries::DRIVER,
+    fault_soak::DRIVER,
+    heap_growth::DRIVER,
+    io_wakeup::DRIVER,
+    pipeline_depth::DRIVER,
+    throughput::DRIVER,
 ];
 
 /// Runs `cell`, writing its records to `out`.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let Some(e) = EXPERIMENTS.iter().find(|e| e.name == cell.experiment) else {
-        let known: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+    let Some(e) = DRIVERS.iter().find(|e| e.name == cell.experiment) else {
+        let known: Vec<&str> = DRIVERS.iter().map(|e| e.name).collect();
         bail!("unknown server experiment {:?}; known: {known:?}", cell.experiment);
     };
     let dir = work_dir(cell)?;
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn every_server_entry_of_the_registry_runs_here() {
-        let mut names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        let mut names: Vec<&str> = DRIVERS.iter().map(|e| e.name).collect();
         let mut registered = probe::registry::Target::DatastoreServer.experiments();
         names.sort_unstable();
         registered.sort_unstable();

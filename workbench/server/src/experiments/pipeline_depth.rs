@@ -11,14 +11,14 @@
 //! depth) one ratio record with `speedup` = median request-response ÷
 //! median pipelined of this run.
 
-use super::{median, progress, Cell, Experiment, Records, ServerChild};
+use super::{median, progress, Cell, Driver, Records, ServerChild};
 use crate::chain;
 use crate::client::{Client, ClientError};
 use anyhow::{bail, Result};
 use records::server::pipeline_depth::{Chain as Timed, Ratio, Record};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::PIPELINE_DEPTH.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::PIPELINE_DEPTH.runs, run };
 
 type Chain = fn(&mut Client, usize) -> Result<u64, ClientError>;
 

@@ -36,7 +36,7 @@
 //! exact, floats to 1e-9 relative, rows in order where the query orders
 //! them): an engine that answers differently fails the cell.
 
-use super::{percentile, progress, Cell, Experiment, Records, ServerChild};
+use super::{percentile, progress, Cell, Driver, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload;
 use anyhow::{bail, Context, Result};
@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EXPERIMENT: Experiment = Experiment { name: probe::registry::THROUGHPUT.runs, run };
+pub const DRIVER: Driver = Driver { name: probe::registry::THROUGHPUT.runs, run };
 
 fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     let rows: u64 = cell.param("rows", 1_000_000)?;

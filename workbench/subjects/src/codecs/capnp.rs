@@ -7,7 +7,7 @@
 //! `read_message_from_flat_slice_no_alloc`.
 
 use super::generated::vote_capnp::vote;
-use super::{Codec, Side};
+use super::{Codec, Envelope};
 use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use capnp::message::{Allocator, Builder, ReaderOptions, ScratchSpaceHeapAllocator};
@@ -67,11 +67,11 @@ impl Codec for Capnp {
         Capnp { buf: Vec::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         encode_into(Builder::new_default(), v, &mut self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         check(bytes, e)
     }
 }
@@ -96,7 +96,7 @@ impl Codec for CapnpScratch {
         CapnpScratch { buf: Vec::new(), scratch: Vec::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         // PERF: the scratch space must hold the whole message or capnp falls
         // back to the heap; it grows once, on the first message of a size.
         let words = (v.payload.len() + 512) / 8;
@@ -107,7 +107,7 @@ impl Codec for CapnpScratch {
         encode_into(Builder::new(alloc), v, &mut self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         check_no_alloc(bytes, e)
     }
 }

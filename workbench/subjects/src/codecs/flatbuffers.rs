@@ -7,7 +7,7 @@
 
 use super::generated::fbs::bench::{Vote, VoteArgs};
 use super::generated::fbs_fixed::benchfixed::{Keys, VoteFixed, VoteFixedArgs};
-use super::{Codec, Side};
+use super::{Codec, Envelope};
 use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use flatbuffers::{FlatBufferBuilder, Vector};
@@ -29,7 +29,7 @@ impl Codec for FlatBuffers {
     }
 
     // NOTE: the same table travels both ways; `side` is unused.
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         self.b.reset();
         let block_hash = Some(self.b.create_vector(&v.block_hash));
         let voter_id = Some(self.b.create_vector(&v.voter_id));
@@ -49,7 +49,7 @@ impl Codec for FlatBuffers {
         Ok(self.b.finished_data())
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = flatbuffers::root::<Vote>(bytes)?;
         ensure!(r.round() == e.round, "round");
         ensure!(data(r.block_hash()) == e.block_hash, "block_hash");
@@ -73,7 +73,7 @@ impl Codec for FlatBuffersStruct {
         FlatBuffersStruct { b: FlatBufferBuilder::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         self.b.reset();
         let keys = Keys::new(&v.block_hash, &v.voter_id, &v.signature);
         let payload = (!v.payload.is_empty()).then(|| self.b.create_vector(&v.payload));
@@ -89,7 +89,7 @@ impl Codec for FlatBuffersStruct {
         Ok(self.b.finished_data())
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = flatbuffers::root::<VoteFixed>(bytes)?;
         ensure!(r.round() == e.round, "round");
         let k = r.keys().ok_or_else(|| anyhow::anyhow!("keys missing"))?;

@@ -6,7 +6,7 @@
 //! (`#[serde(borrow)]`), and serializing the hex through `collect_str`
 //! without building a `String` per field.
 
-use super::{Codec, Side};
+use super::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -115,29 +115,29 @@ impl Codec for JsonRpc {
         JsonRpc { buf: Vec::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteJson::from_data(v);
         match side {
-            Side::Request => serde_json::to_writer(
+            Envelope::Request => serde_json::to_writer(
                 &mut self.buf,
                 &RequestOut { jsonrpc: "2.0", method: "vote", params: &vote, id: v.round },
             )?,
-            Side::Response => {
+            Envelope::Response => {
                 serde_json::to_writer(&mut self.buf, &ResponseOut { jsonrpc: "2.0", result: &vote, id: v.round })?
             }
         }
         Ok(&self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         let (jsonrpc, id, vote) = match side {
-            Side::Request => {
+            Envelope::Request => {
                 let r: RequestIn = serde_json::from_slice(bytes).context("JSON-RPC request")?;
                 ensure!(r.method == "vote", "method {:?}", r.method);
                 (r.jsonrpc, r.id, r.params)
             }
-            Side::Response => {
+            Envelope::Response => {
                 let r: ResponseIn = serde_json::from_slice(bytes).context("JSON-RPC response")?;
                 (r.jsonrpc, r.id, r.result)
             }
@@ -264,7 +264,7 @@ impl Codec for JsonRpcBorrowed {
         JsonRpcBorrowed { buf: Vec::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteHexOut {
             round: v.round,
@@ -276,27 +276,27 @@ impl Codec for JsonRpcBorrowed {
             payload: Hex(&v.payload),
         };
         match side {
-            Side::Request => serde_json::to_writer(
+            Envelope::Request => serde_json::to_writer(
                 &mut self.buf,
                 &RequestRefOut { jsonrpc: "2.0", method: "vote", params: vote, id: v.round },
             )?,
-            Side::Response => {
+            Envelope::Response => {
                 serde_json::to_writer(&mut self.buf, &ResponseRefOut { jsonrpc: "2.0", result: vote, id: v.round })?
             }
         }
         Ok(&self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         // NOTE: a `&str` field fails on a string with escapes (it cannot
         // borrow); hex digits never need one.
         let (jsonrpc, id, vote) = match side {
-            Side::Request => {
+            Envelope::Request => {
                 let r: RequestRefIn<'_> = serde_json::from_slice(bytes).context("JSON-RPC request")?;
                 ensure!(r.method == "vote", "method {:?}", r.method);
                 (r.jsonrpc, r.id, r.params)
             }
-            Side::Response => {
+            Envelope::Response => {
                 let r: ResponseRefIn<'_> = serde_json::from_slice(bytes).context("JSON-RPC response")?;
                 (r.jsonrpc, r.id, r.result)
             }

@@ -16,7 +16,7 @@ pub mod zap;
 
 /// Which envelope a message travels in (JSON-RPC distinguishes them; ZAP does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub enum Envelope {
     Request,
     Response,
 }
@@ -29,9 +29,9 @@ pub trait Codec {
     const NAME: &'static str = Self::ID.name();
     fn new() -> Self;
     /// Encodes `v` into the codec's own buffer and returns the bytes.
-    fn encode(&mut self, v: &VoteData, side: Side) -> Result<&[u8]>;
+    fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]>;
     /// Obtains and validates every field of `bytes` and compares it to `expect`.
-    fn decode(&mut self, bytes: &[u8], expect: &VoteData, side: Side) -> Result<()>;
+    fn decode(&mut self, bytes: &[u8], expect: &VoteData, side: Envelope) -> Result<()>;
 }
 
 /// Something generic over the codec type, run for a codec named at run time.

@@ -12,7 +12,7 @@
 //! reused staging buffer; both reclaim their memory once the message drops.
 
 use super::generated::{pb, pb_bytes};
-use super::{Codec, Side};
+use super::{Codec, Envelope};
 use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use prost::Message;
@@ -53,14 +53,14 @@ impl Codec for Protobuf {
         Protobuf { buf: Vec::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         let m = to_pb(v);
         self.buf.clear();
         m.encode(&mut self.buf)?;
         Ok(&self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let m = pb::Vote::decode(bytes)?;
         ensure!(same(&m, e), "decoded vote differs from the one encoded");
         Ok(())
@@ -95,14 +95,14 @@ impl Codec for ProtobufReuse {
         ProtobufReuse { buf: Vec::new(), out: pb::Vote::default(), inbox: pb::Vote::default() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         fill(&mut self.out, v);
         self.buf.clear();
         self.out.encode(&mut self.buf)?;
         Ok(&self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         // NOTE: `clear` empties the byte fields but keeps their capacity, and
         // prost's `merge` of a bytes field into a `Vec` reuses it.
         self.inbox.clear();
@@ -127,7 +127,7 @@ impl Codec for ProtobufBytes {
         ProtobufBytes { buf: Vec::new(), staging: bytes::BytesMut::new(), rx: bytes::BytesMut::new() }
     }
 
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         // NOTE: `reserve` reclaims the staging buffer in place when no slice
         // of it is alive (the previous message was dropped below).
         self.staging.reserve(128 + v.payload.len());
@@ -153,7 +153,7 @@ impl Codec for ProtobufBytes {
         Ok(&self.buf)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         self.rx.reserve(bytes.len());
         self.rx.extend_from_slice(bytes);
         let frame = self.rx.split().freeze();

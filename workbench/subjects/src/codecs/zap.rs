@@ -1,6 +1,6 @@
 //! ZAP: build into a reused buffer, read in place.
 
-use super::{Codec, Side};
+use super::{Codec, Envelope};
 use crate::vote::{same_bytes, VoteData};
 use anyhow::{ensure, Result};
 use zap::{Builder, Vote};
@@ -17,7 +17,7 @@ impl Codec for ZapCodec {
     }
 
     // NOTE: ZAP carries a Vote the same way in both directions; `side` is unused.
-    fn encode(&mut self, v: &VoteData, _side: Side) -> Result<&[u8]> {
+    fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         let mut b = self.builder.root::<Vote>();
         b.round(v.round);
         b.block_hash(&v.block_hash);
@@ -29,7 +29,7 @@ impl Codec for ZapCodec {
         Ok(b.finish()?)
     }
 
-    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Side) -> Result<()> {
+    fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = zap::read::<Vote>(bytes)?;
         ensure!(r.round() == e.round, "round");
         ensure!(r.block_hash() == &e.block_hash, "block_hash");

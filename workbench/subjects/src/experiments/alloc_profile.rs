@@ -2,7 +2,7 @@
 //! round trip, for every measured message (the CLI computes distributions).
 
 use super::Ctx;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::Result;
 use probe::Counters;
@@ -20,17 +20,17 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     for i in 0..total {
         v.set(cell.seed, i);
         let c0 = probe.counters();
-        let req = client.encode(&v, Side::Request)?;
+        let req = client.encode(&v, Envelope::Request)?;
         let c1 = probe.counters();
-        server.decode(req, &v, Side::Request)?;
+        server.decode(req, &v, Envelope::Request)?;
         let c2 = probe.counters();
         let wire = req.len() as u64;
 
         let c3 = probe.counters();
-        let req = client.encode(&v, Side::Request)?;
-        server.decode(req, &v, Side::Request)?;
-        let resp = server.encode(&v, Side::Response)?;
-        client.decode(resp, &v, Side::Response)?;
+        let req = client.encode(&v, Envelope::Request)?;
+        server.decode(req, &v, Envelope::Request)?;
+        let resp = server.encode(&v, Envelope::Response)?;
+        client.decode(resp, &v, Envelope::Response)?;
         let c4 = probe.counters();
 
         if i >= cell.warmup {

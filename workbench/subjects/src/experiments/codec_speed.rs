@@ -24,7 +24,7 @@
 
 use super::Ctx;
 use crate::codecs::zap::ZapCodec;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::Result;
 use records::subject::{CodecSpeed, Implementation, Op};
@@ -60,12 +60,12 @@ fn time_codec<C: Codec>(c: &mut C, peer: &mut C, votes: &[VoteData], encoded: &[
     let t = Instant::now();
     let mut wire = 0;
     for i in 0..n as usize {
-        wire = black_box(c.encode(&votes[i % DISTINCT], Side::Request)?).len();
+        wire = black_box(c.encode(&votes[i % DISTINCT], Envelope::Request)?).len();
     }
     let enc = t.elapsed().as_nanos() as f64 / n as f64;
     let t = Instant::now();
     for i in 0..n as usize {
-        peer.decode(black_box(&encoded[i % DISTINCT]), &votes[i % DISTINCT], Side::Request)?;
+        peer.decode(black_box(&encoded[i % DISTINCT]), &votes[i % DISTINCT], Envelope::Request)?;
     }
     let dec = t.elapsed().as_nanos() as f64 / n as f64;
     Ok(Timed { enc, dec, wire: wire as u64 })
@@ -83,7 +83,7 @@ fn time_memcpy(src: &[Vec<u8>], dst: &mut [u8], n: u64) -> f64 {
 }
 
 fn encode_all<C: Codec>(c: &mut C, votes: &[VoteData]) -> Result<Vec<Vec<u8>>> {
-    votes.iter().map(|v| Ok(c.encode(v, Side::Request)?.to_vec())).collect()
+    votes.iter().map(|v| Ok(c.encode(v, Envelope::Request)?.to_vec())).collect()
 }
 
 /// One round's instances, built behind `pad` bytes of padding that live as long as they do.
@@ -141,8 +141,8 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
         encode_all(&mut p.c, votes)?;
         encode_all(&mut p.z, votes)?;
         for (i, v) in votes.iter().enumerate() {
-            p.c_peer.decode(&c_bytes[i], v, Side::Request)?;
-            p.z_peer.decode(&z_bytes[i], v, Side::Request)?;
+            p.c_peer.decode(&c_bytes[i], v, Envelope::Request)?;
+            p.z_peer.decode(&z_bytes[i], v, Envelope::Request)?;
         }
         // Untimed lead-in, in the round's order: the first timed batch after
         // the instances are built ran ≈ 8 % slower than the same batch later

@@ -2,7 +2,7 @@
 //! summary at the end: total allocated, peak heap, allocator calls, purges.
 
 use super::Ctx;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::transports::Transport;
 use crate::vote::VoteData;
 use anyhow::Result;
@@ -34,10 +34,10 @@ fn record(kind: HeapKind, messages: u64, s: &Snapshot, base: &Snapshot, elapsed_
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     let (mut client, mut server) = (C::new(), C::new());
     run_loop(ctx, |v| {
-        let req = client.encode(v, Side::Request)?;
-        server.decode(req, v, Side::Request)?;
-        let resp = server.encode(v, Side::Response)?;
-        client.decode(resp, v, Side::Response)
+        let req = client.encode(v, Envelope::Request)?;
+        server.decode(req, v, Envelope::Request)?;
+        let resp = server.encode(v, Envelope::Response)?;
+        client.decode(resp, v, Envelope::Response)
     })
 }
 

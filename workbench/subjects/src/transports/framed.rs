@@ -11,7 +11,7 @@ use crate::codecs::capnp::Capnp;
 use crate::codecs::flatbuffers::FlatBuffers;
 use crate::codecs::protobuf::Protobuf;
 use crate::codecs::zap::ZapCodec;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::{Context, Result};
 use std::marker::PhantomData;
@@ -40,8 +40,8 @@ fn serve<C: Codec>(sock: TcpStream, seed: u64, payload: usize) -> Result<u64> {
     let mut n = 0;
     while let Some(frame) = reader.read_frame()? {
         expect.set(seed, n);
-        codec.decode(frame, &expect, Side::Request).with_context(|| format!("server: request {n}"))?;
-        let reply = codec.encode(&expect, Side::Response)?;
+        codec.decode(frame, &expect, Envelope::Request).with_context(|| format!("server: request {n}"))?;
+        let reply = codec.encode(&expect, Envelope::Response)?;
         writer.write_frame(reply)?;
         n += 1;
     }
@@ -71,10 +71,10 @@ impl<C: Codec, N: Named> Transport for Framed<C, N> {
     }
 
     fn round_trip(&mut self, v: &VoteData) -> Result<()> {
-        let req = self.client.encode(v, Side::Request)?;
+        let req = self.client.encode(v, Envelope::Request)?;
         self.writer.write_frame(req)?;
         let reply = self.reader.read_frame()?.context("server closed the connection")?;
-        self.client.decode(reply, v, Side::Response)
+        self.client.decode(reply, v, Envelope::Response)
     }
 }
 

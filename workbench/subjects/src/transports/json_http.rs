@@ -4,7 +4,7 @@
 
 use super::Transport;
 use crate::codecs::json::JsonRpc;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::{anyhow, ensure, Context, Result};
 use bytes::Bytes;
@@ -32,10 +32,10 @@ async fn handle(req: Request<Incoming>, state: Rc<RefCell<State>>) -> Result<Res
     let s = &mut *guard;
     s.expect.set(s.seed, s.next);
     s.next += 1;
-    let reply = match s.codec.decode(&body, &s.expect, Side::Request) {
+    let reply = match s.codec.decode(&body, &s.expect, Envelope::Request) {
         Ok(()) => Response::builder()
             .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(s.codec.encode(&s.expect, Side::Response)?.to_vec())))?,
+            .body(Full::new(Bytes::from(s.codec.encode(&s.expect, Envelope::Response)?.to_vec())))?,
         Err(e) => Response::builder().status(StatusCode::BAD_REQUEST).body(Full::new(Bytes::from(e.to_string())))?,
     };
     Ok(reply)
@@ -80,7 +80,7 @@ impl Transport for JsonHttp {
     }
 
     fn round_trip(&mut self, v: &VoteData) -> Result<()> {
-        let body = Bytes::from(self.codec.encode(v, Side::Request)?.to_vec());
+        let body = Bytes::from(self.codec.encode(v, Envelope::Request)?.to_vec());
         let req = Request::post("/rpc")
             .header(HOST, "127.0.0.1")
             .header(CONTENT_TYPE, "application/json")
@@ -94,7 +94,7 @@ impl Transport for JsonHttp {
             anyhow::Ok((status, resp.into_body().collect().await?.to_bytes()))
         })?;
         ensure!(status == StatusCode::OK, "server answered {status}: {}", String::from_utf8_lossy(&bytes));
-        self.codec.decode(&bytes, v, Side::Response).context("JSON-RPC reply")
+        self.codec.decode(&bytes, v, Envelope::Response).context("JSON-RPC reply")
     }
 }
 

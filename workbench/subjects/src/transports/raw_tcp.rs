@@ -6,7 +6,7 @@
 
 use super::Transport;
 use crate::codecs::zap::ZapCodec;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::{ensure, Result};
 use std::io::{Read, Write};
@@ -56,7 +56,7 @@ impl Transport for RawTcp {
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let mut v = VoteData::with_payload(payload);
         v.set(seed, 0);
-        let wire = ZapCodec::new().encode(&v, Side::Request)?.to_vec();
+        let wire = ZapCodec::new().encode(&v, Envelope::Request)?.to_vec();
         let mut request = (wire.len() as u32).to_le_bytes().to_vec();
         request.extend_from_slice(&wire);
         let listener = TcpListener::bind("127.0.0.1:0")?;

@@ -5,7 +5,7 @@
 
 use super::Transport;
 use crate::codecs::zap::ZapCodec;
-use crate::codecs::{Codec, Side};
+use crate::codecs::{Codec, Envelope};
 use crate::vote::VoteData;
 use anyhow::{ensure, Result};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -40,13 +40,13 @@ fn dispatcher(seed: u64, payload: usize) -> Dispatcher {
         let mut s = state.lock().map_err(|_| status::INTERNAL)?;
         let Expect { codec, vote, seed, next } = &mut *s;
         vote.set(*seed, *next);
-        if let Err(e) = codec.decode(call.payload, vote, Side::Request) {
+        if let Err(e) = codec.decode(call.payload, vote, Envelope::Request) {
             use std::io::Write;
             let _ = write!(out, "vote {next}: {e}");
             return Err(status::BAD_REQUEST);
         }
         *next += 1;
-        let reply = codec.encode(vote, Side::Response).map_err(|_| status::INTERNAL)?;
+        let reply = codec.encode(vote, Envelope::Response).map_err(|_| status::INTERNAL)?;
         out.extend_from_slice(reply);
         Ok(())
     });
@@ -74,7 +74,7 @@ impl Transport for ZapRpc {
     }
 
     fn round_trip(&mut self, v: &VoteData) -> Result<()> {
-        let req = self.codec.encode(v, Side::Request)?;
+        let req = self.codec.encode(v, Envelope::Request)?;
         let p = self.client.call(VOTE, req)?;
         let reply = self.client.wait(p)?;
         ensure!(
@@ -85,7 +85,7 @@ impl Transport for ZapRpc {
         );
         let body = reply.body;
         // The reply must be the vote we sent, as the server encoded it.
-        let checked = ZapCodec::new().decode(body, v, Side::Response);
+        let checked = ZapCodec::new().decode(body, v, Envelope::Response);
         self.client.finish(p)?;
         checked
     }
