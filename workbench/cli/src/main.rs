@@ -29,53 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run specs: `run quick` runs every spec at quick scale; `run NAME… --scale full` chosen ones.
-    Run {
-        /// `quick`, or spec names (experiments/NAME.toml) or paths; none = every spec.
-        specs: Vec<String>,
-        /// `quick` (the whole suite in minutes) or `full` (the papers' scales).
-        #[arg(long, value_enum, default_value_t = Scale::Quick)]
-        scale: Scale,
-        /// Discard finished cells of an interrupted run instead of resuming it.
-        #[arg(long)]
-        fresh: bool,
-        /// Do not regenerate tables and figures afterwards.
-        #[arg(long)]
-        no_report: bool,
-        /// Measure uncommitted code anyway; the diff is stored in each dataset.
-        #[arg(long)]
-        allow_dirty: bool,
-        /// Run the cells as Slurm job arrays (one per spec, one task per cell
-        /// not yet done; the staging directory under --data must be on a file
-        /// system the nodes share), then publish as a local run does.
-        #[arg(long)]
-        slurm: bool,
-        /// sbatch --partition.
-        #[arg(long, requires = "slurm")]
-        partition: Option<String>,
-        /// sbatch --account.
-        #[arg(long, requires = "slurm")]
-        account: Option<String>,
-        /// sbatch --time: each task's limit, e.g. 00:30:00.
-        #[arg(long, requires = "slurm")]
-        time: Option<String>,
-        /// Return after submitting; `workbench collect` publishes later.
-        #[arg(long, requires = "slurm")]
-        no_wait: bool,
-        /// Print the sbatch scripts and tasks; build and submit nothing.
-        #[arg(long, requires = "slurm")]
-        dry_run: bool,
-        /// Run nothing: project the suite's wall time on --nodes nodes from
-        /// the cell durations of each spec's latest run at --scale.
-        #[arg(long)]
-        plan: bool,
-        /// Node counts for --plan.
-        #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16], requires = "plan")]
-        nodes: Vec<usize>,
-        /// Only the chosen specs whose newest dataset at --scale is stale,
-        /// unknown or missing (`workbench status`).
-        #[arg(long)]
-        stale: bool,
-    },
+    Run(RunArgs),
     /// Which datasets the code would still measure the same (the `git
     /// status` of evidence): each spec's newest run per scale is fresh,
     /// stale (the inputs that changed, and the first commit that changed
@@ -89,15 +43,11 @@ enum Cmd {
         check: bool,
     },
     /// Publish the datasets of `run --slurm --no-wait` once their jobs are done.
-    Collect {
-        specs: Vec<String>,
-        #[arg(long, value_enum, default_value_t = Scale::Quick)]
-        scale: Scale,
-    },
+    Collect(CollectArgs),
     /// One Slurm task of a submission (what its sbatch script runs).
     #[command(hide = true)]
     SlurmTask { staging: PathBuf, index: usize },
-    /// Regenerate paper/generated/*.{tex,md} from data/ (runs nothing).
+    /// Regenerate paper/generated/*.{tex,md,json} from data/ (runs nothing).
     Tables {
         #[arg(long, value_enum, default_value_t = Scale::Quick)]
         scale: Scale,
@@ -133,40 +83,11 @@ enum Cmd {
     /// Run a spec at every commit of a range (like `asv run A..B`), each in a
     /// git worktree, one dataset per commit under <data>/history/; the
     /// report plots every metric against the commits and flags changes.
-    History {
-        /// A spec name (experiments/NAME.toml) or path; the cells are the
-        /// spec's as it is now, at every commit.
-        spec: String,
-        /// A git range `A..B` (A excluded, as in git log) or one commit.
-        #[arg(long)]
-        commits: String,
-        #[arg(long, value_enum, default_value_t = Scale::Quick)]
-        scale: Scale,
-        /// Run only this many commits of the range, evenly spaced (the last kept).
-        #[arg(long)]
-        steps: Option<usize>,
-    },
+    History(HistoryArgs),
     /// Find the first commit of good..bad where one cell's exact count
     /// changed, measuring ⌈log2 n⌉ commits; prints it with the allocation
     /// sites that differ.
-    Bisect {
-        spec: String,
-        /// The cell's id, as the run names it (e.g. zap-p64-dhat-r0).
-        #[arg(long)]
-        cell: String,
-        /// An exact-count column of the records (e.g. allocs, bytes).
-        #[arg(long)]
-        metric: String,
-        /// Only records with column=value (repeatable), e.g. phase=roundtrip.
-        #[arg(long = "where")]
-        filters: Vec<String>,
-        #[arg(long)]
-        good: String,
-        #[arg(long)]
-        bad: String,
-        #[arg(long, value_enum, default_value_t = Scale::Quick)]
-        scale: Scale,
-    },
+    Bisect(BisectArgs),
     /// Review dhat allocation traces: top sites, diffs, trees, the viewer.
     Trace {
         #[command(subcommand)]
@@ -174,23 +95,117 @@ enum Cmd {
     },
     /// Compare two runs of one experiment: exact allocation counts, timings
     /// with medians, 95% CIs and Mann–Whitney U (benchstat-style).
-    Compare {
-        /// Two run directories; or one (against the run before it); or an
-        /// experiment name (its latest two runs at --scale).
-        runs: Vec<String>,
-        #[arg(long, value_enum, default_value_t = Scale::Quick)]
-        scale: Scale,
-        /// Significance level for timing changes.
-        #[arg(long, default_value_t = 0.05)]
-        alpha: f64,
-        /// Exit non-zero on `allocs` (any count changed) or `time:N%` (a
-        /// significant slowdown over N%); repeatable.
-        #[arg(long)]
-        fail_on: Vec<String>,
-        /// Also write the comparison as Markdown to this file.
-        #[arg(long)]
-        markdown: Option<PathBuf>,
-    },
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// `quick`, or spec names (experiments/NAME.toml) or paths; none = every spec.
+    specs: Vec<String>,
+    /// `quick` (the whole suite in minutes) or `full` (the papers' scales).
+    #[arg(long, value_enum, default_value_t = Scale::Quick)]
+    scale: Scale,
+    /// Discard finished cells of an interrupted run instead of resuming it.
+    #[arg(long)]
+    fresh: bool,
+    /// Do not regenerate tables and figures afterwards.
+    #[arg(long)]
+    no_report: bool,
+    /// Measure uncommitted code anyway; the diff is stored in each dataset.
+    #[arg(long)]
+    allow_dirty: bool,
+    /// Run the cells as Slurm job arrays (one per spec, one task per cell
+    /// not yet done; the staging directory under --data must be on a file
+    /// system the nodes share), then publish as a local run does.
+    #[arg(long)]
+    slurm: bool,
+    /// sbatch --partition.
+    #[arg(long, requires = "slurm")]
+    partition: Option<String>,
+    /// sbatch --account.
+    #[arg(long, requires = "slurm")]
+    account: Option<String>,
+    /// sbatch --time: each task's limit, e.g. 00:30:00.
+    #[arg(long, requires = "slurm")]
+    time: Option<String>,
+    /// Return after submitting; `workbench collect` publishes later.
+    #[arg(long, requires = "slurm")]
+    no_wait: bool,
+    /// Print the sbatch scripts and tasks; build and submit nothing.
+    #[arg(long, requires = "slurm")]
+    dry_run: bool,
+    /// Run nothing: project the suite's wall time on --nodes nodes from
+    /// the cell durations of each spec's latest run at --scale.
+    #[arg(long)]
+    plan: bool,
+    /// Node counts for --plan.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16], requires = "plan")]
+    nodes: Vec<usize>,
+    /// Only the chosen specs whose newest dataset at --scale is stale,
+    /// unknown or missing (`workbench status`).
+    #[arg(long)]
+    stale: bool,
+}
+
+#[derive(clap::Args)]
+struct CollectArgs {
+    specs: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Scale::Quick)]
+    scale: Scale,
+}
+
+#[derive(clap::Args)]
+struct HistoryArgs {
+    /// A spec name (experiments/NAME.toml) or path; the cells are the
+    /// spec's as it is now, at every commit.
+    spec: String,
+    /// A git range `A..B` (A excluded, as in git log) or one commit.
+    #[arg(long)]
+    commits: String,
+    #[arg(long, value_enum, default_value_t = Scale::Quick)]
+    scale: Scale,
+    /// Run only this many commits of the range, evenly spaced (the last kept).
+    #[arg(long)]
+    steps: Option<usize>,
+}
+
+#[derive(clap::Args)]
+struct BisectArgs {
+    spec: String,
+    /// The cell's id, as the run names it (e.g. zap-p64-dhat-r0).
+    #[arg(long)]
+    cell: String,
+    /// An exact-count column of the records (e.g. allocs, bytes).
+    #[arg(long)]
+    metric: String,
+    /// Only records with column=value (repeatable), e.g. phase=roundtrip.
+    #[arg(long = "where")]
+    filters: Vec<String>,
+    #[arg(long)]
+    good: String,
+    #[arg(long)]
+    bad: String,
+    #[arg(long, value_enum, default_value_t = Scale::Quick)]
+    scale: Scale,
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// Two run directories; or one (against the run before it); or an
+    /// experiment name (its latest two runs at --scale).
+    runs: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Scale::Quick)]
+    scale: Scale,
+    /// Significance level for timing changes.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Exit non-zero on `allocs` (any count changed) or `time:N%` (a
+    /// significant slowdown over N%); repeatable.
+    #[arg(long)]
+    fail_on: Vec<String>,
+    /// Also write the comparison as Markdown to this file.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -240,98 +255,8 @@ fn main() -> Result<()> {
     };
     let data = cli.data.unwrap_or_else(|| root.join("data"));
     match cli.cmd {
-        Cmd::Run {
-            specs,
-            scale,
-            fresh,
-            no_report,
-            allow_dirty,
-            slurm,
-            partition,
-            account,
-            time,
-            no_wait,
-            dry_run,
-            plan,
-            nodes,
-            stale,
-        } => {
-            let mut chosen = choose_specs(&root, &specs)?;
-            if stale {
-                let needed: Vec<String> = workbench::run::fingerprint::survey(&root, &data, &[scale])?
-                    .into_iter()
-                    .filter(|e| e.needs_run())
-                    .map(|e| e.dataset)
-                    .collect();
-                chosen.retain(|(_, s)| needed.iter().any(|d| d == s.dataset()));
-                eprintln!(
-                    "stale or missing at {scale}: {}",
-                    if needed.is_empty() { "none".into() } else { needed.join(", ") }
-                );
-                if chosen.is_empty() {
-                    return Ok(());
-                }
-            }
-            let opts = runner::Options {
-                root: root.clone(),
-                data: data.clone(),
-                scale,
-                fresh,
-                // A plan or a dry run measures nothing.
-                allow_dirty: allow_dirty || plan || dry_run,
-                command_line: std::env::args().collect(),
-            };
-            if plan {
-                print!("{}", slurm::plan(&opts, &chosen, &nodes)?);
-                return Ok(());
-            }
-            if slurm {
-                let s = slurm::Options {
-                    partition,
-                    account,
-                    time,
-                    no_wait,
-                    dry_run,
-                    workbench: std::env::current_exe().context("locating the workbench binary")?,
-                };
-                return run_slurm(&root, &data, &opts, &chosen, &s, no_report);
-            }
-            workbench::run::provenance::check_clean(&root, allow_dirty)?;
-            workbench::run::provenance::check_self(&root)?;
-            // One measurement per machine: two at once would each show in the other's figures.
-            let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
-            eprintln!("holding {} for this run", lock.path().display());
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-            let mut bins = runner::Binaries::default();
-            let mut done = Vec::new();
-            for (path, spec) in &chosen {
-                let out = runner::run_spec(&opts, path, spec, &mut bins, &multi)
-                    .with_context(|| format!("running {} (rerun the same command to resume)", path.display()))?;
-                done.push((spec.dataset().to_string(), out));
-            }
-            print_summary(&root, scale, &done);
-            if !no_report {
-                report(&root, &data, scale)?;
-            }
-        }
-        Cmd::Collect { specs, scale } => {
-            let chosen = choose_specs(&root, &specs)?;
-            let opts = runner::Options {
-                root: root.clone(),
-                data: data.clone(),
-                scale,
-                fresh: false,
-                allow_dirty: true,
-                command_line: std::env::args().collect(),
-            };
-            let mut done = Vec::new();
-            for (path, spec) in &chosen {
-                let out =
-                    slurm::collect(&opts, path, spec).with_context(|| format!("collecting {}", path.display()))?;
-                done.push((spec.dataset().to_string(), out));
-            }
-            print_summary(&root, scale, &done);
-        }
+        Cmd::Run(args) => run(&root, &data, args)?,
+        Cmd::Collect(args) => collect(&root, &data, args)?,
         Cmd::SlurmTask { staging, index } => slurm::task(&staging, index)?,
         Cmd::Status { scale, check } => status(&root, &data, scale, check)?,
         Cmd::Tables { scale } => {
@@ -342,133 +267,213 @@ fn main() -> Result<()> {
             let written = report::write_figures(&root, &data, scale)?;
             print_written(&root, &written);
         }
-        Cmd::List => {
-            for (path, s) in spec::load_dir(&root.join("experiments"))? {
-                println!(
-                    "{}  {} — {}",
-                    path.strip_prefix(&root).unwrap_or(&path).display(),
-                    s.experiment,
-                    s.description
-                );
-            }
-            for (_, s) in spec::load_dir(&root.join("experiments"))? {
-                let exp = s.dataset();
-                for scale in Scale::ALL {
-                    if let Some(d) = workbench::data::dataset::latest_run(&data, exp, scale)? {
-                        println!("latest {scale} run of {exp}: {}", d.display());
-                    }
-                }
-            }
-        }
+        Cmd::List => list(&root, &data)?,
         Cmd::Claims => {
             let (audit, written) = workbench::paper::claims::write(&root, &data)?;
             print!("{}", audit.to_markdown());
             println!("verdicts: {:?}", audit.counts());
             print_written(&root, &written);
         }
-        Cmd::Paper => {
-            let mut written = vec![workbench::paper::write_macros(&root, &data)?];
-            written.extend(workbench::paper::claims::write(&root, &data)?.1);
-            print_written(&root, &written);
-            let pdf = workbench::paper::build(&root)?;
-            println!("wrote {}", pdf.strip_prefix(&root).unwrap_or(&pdf).display());
-        }
+        Cmd::Paper => paper(&root, &data)?,
         Cmd::Trace { cmd } => review(cmd)?,
         Cmd::Render { out } => render(&root, &data, &out.unwrap_or_else(|| root.join("report")))?,
         Cmd::Report { out } => {
-            let out = out.unwrap_or_else(|| root.join("report"));
-            let w = workbench::site::write(&root, &data, &out, &|s| eprintln!("report: {s}"))?;
-            println!(
-                "wrote {} experiment pages, {} trace pages, {} comparisons, {} histories: open {}",
-                w.experiments,
-                w.traces,
-                w.compares,
-                w.histories,
-                w.index.display()
-            );
+            let w = workbench::site::write(&root, &data, &out.unwrap_or_else(|| root.join("report")), &|s| {
+                eprintln!("report: {s}")
+            })?;
+            print_site(&w);
         }
-        Cmd::History { spec, commits, scale, steps } => {
-            let (path, spec) = choose_specs(&root, &[spec])?.pop().context("no spec")?;
-            let all = history::commits(&root, &commits)?;
-            if all.is_empty() {
-                bail!("--commits {commits}: the range holds no commit");
-            }
-            let chosen = history::sample(&all, steps.unwrap_or(0));
-            let _lock =
-                workbench::run::provenance::MeasureLock::acquire(&format!("workbench history {}", spec.dataset()))?;
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-            let m = history::Measure { root: &root, spec_path: &path, spec: &spec, scale, multi: &multi };
-            eprintln!(
-                "history of {} at {scale} scale: {} of the {} commits of {commits}",
-                spec.dataset(),
-                chosen.len(),
-                all.len()
-            );
-            let out = history::run(&m, &data, &chosen, &|s| workbench::run::runner::say(&multi, s))?;
-            println!(
-                "history of {}: {} measured, {} measured before, {} failed",
-                spec.dataset(),
-                out.measured.len(),
-                out.reused.len(),
-                out.failed.len()
-            );
-            for (c, why) in &out.failed {
-                println!("  failed {} {}: {}", c.short(), c.subject, why.lines().next().unwrap_or(""));
-            }
-            println!("`workbench report` draws it (report/history/{}-{scale}.html)", spec.dataset());
+        Cmd::History(args) => history_cmd(&root, &data, args)?,
+        Cmd::Bisect(args) => bisect(&root, &data, args)?,
+        Cmd::Compare(args) => compare_cmd(&data, args)?,
+    }
+    Ok(())
+}
+
+/// `workbench run`: the chosen specs (or the stale ones), here or as a Slurm job array.
+fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
+    let RunArgs {
+        specs,
+        scale,
+        fresh,
+        no_report,
+        allow_dirty,
+        slurm,
+        partition,
+        account,
+        time,
+        no_wait,
+        dry_run,
+        plan,
+        nodes,
+        stale,
+    } = args;
+    let mut chosen = choose_specs(root, &specs)?;
+    if stale {
+        let needed: Vec<String> = workbench::run::fingerprint::survey(root, data, &[scale])?
+            .into_iter()
+            .filter(|e| e.needs_run())
+            .map(|e| e.dataset)
+            .collect();
+        chosen.retain(|(_, s)| needed.iter().any(|d| d == s.dataset()));
+        eprintln!("stale or missing at {scale}: {}", if needed.is_empty() { "none".into() } else { needed.join(", ") });
+        if chosen.is_empty() {
+            return Ok(());
         }
-        Cmd::Bisect { spec, cell, metric, filters, good, bad, scale } => {
-            let (path, spec) = choose_specs(&root, &[spec])?.pop().context("no spec")?;
-            let filters = filters
-                .iter()
-                .map(|f| {
-                    f.split_once('=')
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .with_context(|| format!("--where {f}: not column=value"))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let _lock =
-                workbench::run::provenance::MeasureLock::acquire(&format!("workbench bisect {}", spec.dataset()))?;
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-            let m = history::Measure { root: &root, spec_path: &path, spec: &spec, scale, multi: &multi };
-            let q = history::bisect::Query { cell: &cell, metric: &metric, filters, good: &good, bad: &bad };
-            let f = history::bisect::run(&m, &data, &q, &|s| workbench::run::runner::say(&multi, s))?;
-            println!("first commit where {metric} of {cell} changed: {} {}", f.commit.hash, f.commit.subject);
-            println!("  before ({} {}): {}", f.before.short(), f.before.subject, f.old);
-            println!("  after:  {}", f.new);
-            println!(
-                "  {} commits in the range; {} measured between the ends (⌈log2 {}⌉ = {}); {} runs reused",
-                f.range,
-                f.probed.len(),
-                f.range,
-                (f.range as f64).log2().ceil(),
-                f.reused
-            );
-            match &f.sites {
-                Some(s) => println!("\nallocation sites that differ:\n{s}"),
-                None => println!("(no dhat traces of this cell to diff)"),
-            }
+    }
+    let opts = runner::Options {
+        root: root.to_path_buf(),
+        data: data.to_path_buf(),
+        scale,
+        fresh,
+        // A plan or a dry run measures nothing.
+        allow_dirty: allow_dirty || plan || dry_run,
+        command_line: std::env::args().collect(),
+    };
+    if plan {
+        print!("{}", slurm::plan(&opts, &chosen, &nodes)?);
+        return Ok(());
+    }
+    if slurm {
+        let s = slurm::Options {
+            partition,
+            account,
+            time,
+            no_wait,
+            dry_run,
+            workbench: std::env::current_exe().context("locating the workbench binary")?,
+        };
+        return run_slurm(root, data, &opts, &chosen, &s, no_report);
+    }
+    workbench::run::provenance::check_clean(root, allow_dirty)?;
+    workbench::run::provenance::check_self(root)?;
+    // One measurement per machine: two at once would each show in the other's figures.
+    let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
+    eprintln!("holding {} for this run", lock.path().display());
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let mut bins = runner::Binaries::default();
+    let mut done = Vec::new();
+    for (path, spec) in &chosen {
+        let out = runner::run_spec(&opts, path, spec, &mut bins, &multi)
+            .with_context(|| format!("running {} (rerun the same command to resume)", path.display()))?;
+        done.push((spec.dataset().to_string(), out));
+    }
+    print_summary(root, scale, &done);
+    if !no_report {
+        report(root, data, scale)?;
+    }
+    Ok(())
+}
+
+/// `workbench collect`: a Slurm submission's finished cells published as datasets.
+fn collect(root: &Path, data: &Path, args: CollectArgs) -> Result<()> {
+    let CollectArgs { specs, scale } = args;
+    let chosen = choose_specs(root, &specs)?;
+    let opts = runner::Options {
+        root: root.to_path_buf(),
+        data: data.to_path_buf(),
+        scale,
+        fresh: false,
+        allow_dirty: true,
+        command_line: std::env::args().collect(),
+    };
+    let mut done = Vec::new();
+    for (path, spec) in &chosen {
+        let out = slurm::collect(&opts, path, spec).with_context(|| format!("collecting {}", path.display()))?;
+        done.push((spec.dataset().to_string(), out));
+    }
+    print_summary(root, scale, &done);
+    Ok(())
+}
+
+/// `workbench history`: a spec at sampled commits of a range, one dataset each.
+fn history_cmd(root: &Path, data: &Path, args: HistoryArgs) -> Result<()> {
+    let HistoryArgs { spec, commits, scale, steps } = args;
+    let (path, spec) = choose_specs(root, &[spec])?.pop().context("no spec")?;
+    let all = history::commits(root, &commits)?;
+    if all.is_empty() {
+        bail!("--commits {commits}: the range holds no commit");
+    }
+    let chosen = history::sample(&all, steps.unwrap_or(0));
+    let _lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench history {}", spec.dataset()))?;
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let m = history::Measure { root, spec_path: &path, spec: &spec, scale, multi: &multi };
+    eprintln!(
+        "history of {} at {scale} scale: {} of the {} commits of {commits}",
+        spec.dataset(),
+        chosen.len(),
+        all.len()
+    );
+    let out = history::run(&m, data, &chosen, &|s| workbench::run::runner::say(&multi, s))?;
+    println!(
+        "history of {}: {} measured, {} measured before, {} failed",
+        spec.dataset(),
+        out.measured.len(),
+        out.reused.len(),
+        out.failed.len()
+    );
+    for (c, why) in &out.failed {
+        println!("  failed {} {}: {}", c.short(), c.subject, why.lines().next().unwrap_or(""));
+    }
+    println!("`workbench report` draws it (report/history/{}-{scale}.html)", spec.dataset());
+    Ok(())
+}
+
+/// `workbench bisect`: the first commit where an exact count of one cell changed.
+fn bisect(root: &Path, data: &Path, args: BisectArgs) -> Result<()> {
+    let BisectArgs { spec, cell, metric, filters, good, bad, scale } = args;
+    let (path, spec) = choose_specs(root, &[spec])?.pop().context("no spec")?;
+    let filters = filters
+        .iter()
+        .map(|f| {
+            f.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| format!("--where {f}: not column=value"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let _lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench bisect {}", spec.dataset()))?;
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let m = history::Measure { root, spec_path: &path, spec: &spec, scale, multi: &multi };
+    let q = history::bisect::Query { cell: &cell, metric: &metric, filters, good: &good, bad: &bad };
+    let f = history::bisect::run(&m, data, &q, &|s| workbench::run::runner::say(&multi, s))?;
+    println!("first commit where {metric} of {cell} changed: {} {}", f.commit.hash, f.commit.subject);
+    println!("  before ({} {}): {}", f.before.short(), f.before.subject, f.old);
+    println!("  after:  {}", f.new);
+    println!(
+        "  {} commits in the range; {} measured between the ends (⌈log2 {}⌉ = {}); {} runs reused",
+        f.range,
+        f.probed.len(),
+        f.range,
+        (f.range as f64).log2().ceil(),
+        f.reused
+    );
+    match &f.sites {
+        Some(s) => println!("\nallocation sites that differ:\n{s}"),
+        None => println!("(no dhat traces of this cell to diff)"),
+    }
+    Ok(())
+}
+
+/// `workbench compare`: two runs side by side; exits 1 on a `--fail-on` rule.
+fn compare_cmd(data: &Path, args: CompareArgs) -> Result<()> {
+    let CompareArgs { runs, scale, alpha, fail_on, markdown } = args;
+    let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
+    let (a, b) = compare::resolve(data, &runs, scale)?;
+    let (ra, rb) = (workbench::data::dataset::load_run(&a)?, workbench::data::dataset::load_run(&b)?);
+    let c = compare::compare(&ra, &rb, alpha)?;
+    let text = c.to_markdown();
+    println!("{text}");
+    if let Some(p) = markdown {
+        std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
+        println!("wrote {}", p.display());
+    }
+    let failed = c.failures(&rules);
+    if !failed.is_empty() {
+        eprintln!("compare: {} failure(s) under --fail-on {}:", failed.len(), fail_on.join(" "));
+        for f in &failed {
+            eprintln!("  {f}");
         }
-        Cmd::Compare { runs, scale, alpha, fail_on, markdown } => {
-            let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
-            let (a, b) = compare::resolve(&data, &runs, scale)?;
-            let (ra, rb) = (workbench::data::dataset::load_run(&a)?, workbench::data::dataset::load_run(&b)?);
-            let c = compare::compare(&ra, &rb, alpha)?;
-            let text = c.to_markdown();
-            println!("{text}");
-            if let Some(p) = markdown {
-                std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
-                println!("wrote {}", p.display());
-            }
-            let failed = c.failures(&rules);
-            if !failed.is_empty() {
-                eprintln!("compare: {} failure(s) under --fail-on {}:", failed.len(), fail_on.join(" "));
-                for f in &failed {
-                    eprintln!("  {f}");
-                }
-                std::process::exit(1);
-            }
-        }
+        std::process::exit(1);
     }
     Ok(())
 }
@@ -625,18 +630,47 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
         let site = workbench::site::write_of(root, data, out, &analyses, &audit, &|s| eprintln!("report: {s}"));
         (pdf.join().map_err(|_| anyhow::anyhow!("the paper's build panicked")), site)
     });
-    let site = site?;
-    println!(
-        "wrote {} experiment pages, {} trace pages, {} comparisons, {} histories: open {}",
-        site.experiments,
-        site.traces,
-        site.compares,
-        site.histories,
-        site.index.display()
-    );
+    print_site(&site?);
     let pdf = pdf??;
     println!("wrote {}", pdf.strip_prefix(root).unwrap_or(&pdf).display());
     Ok(())
+}
+
+/// `workbench list`: every spec, and the newest run of each at each scale.
+fn list(root: &Path, data: &Path) -> Result<()> {
+    for (path, s) in spec::load_dir(&root.join("experiments"))? {
+        println!("{}  {} — {}", path.strip_prefix(root).unwrap_or(&path).display(), s.experiment, s.description);
+    }
+    for (_, s) in spec::load_dir(&root.join("experiments"))? {
+        let exp = s.dataset();
+        for scale in Scale::ALL {
+            if let Some(d) = workbench::data::dataset::latest_run(data, exp, scale)? {
+                println!("latest {scale} run of {exp}: {}", d.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `workbench paper`: the macros and the claims audit from data/, then the PDF.
+fn paper(root: &Path, data: &Path) -> Result<()> {
+    let mut written = vec![workbench::paper::write_macros(root, data)?];
+    written.extend(workbench::paper::claims::write(root, data)?.1);
+    print_written(root, &written);
+    let pdf = workbench::paper::build(root)?;
+    println!("wrote {}", pdf.strip_prefix(root).unwrap_or(&pdf).display());
+    Ok(())
+}
+
+fn print_site(w: &workbench::site::Written) {
+    println!(
+        "wrote {} experiment pages, {} trace pages, {} comparisons, {} histories: open {}",
+        w.experiments,
+        w.traces,
+        w.compares,
+        w.histories,
+        w.index.display()
+    );
 }
 
 fn print_written(root: &Path, written: &[PathBuf]) {
