@@ -133,7 +133,19 @@ pub fn write_macros_of(root: &Path, data: &Path, tables: BTreeMap<String, Table>
         s += &format!("\\newcommand{{\\{name}}}{{{body}}}\n");
     };
     for mac in MACROS {
-        def(mac.name, cell(&tables, mac), mac.table);
+        let value = cell(&tables, mac);
+        if value.is_none() && tables.contains_key(mac.table) {
+            // A renamed header or label must not turn a number into \notmeasured unseen.
+            anyhow::bail!(
+                "macro \\{}: table {} has no row {} / {} or no column {:?} (renamed?); see paper::MACROS",
+                mac.name,
+                mac.table,
+                mac.row.0,
+                mac.row.1,
+                mac.column
+            );
+        }
+        def(mac.name, value, mac.table);
     }
     // Machine facts from the newest dataset of any experiment (one machine).
     let manifest = newest_manifest(data)?;
@@ -172,10 +184,7 @@ fn newest_manifest(data: &Path) -> Result<Option<crate::data::manifest::Manifest
     for exp in probe::registry::Target::Subject.experiments() {
         for scale in Scale::ALL {
             if let Some(d) = dataset::latest_run(data, exp, scale)? {
-                let p = d.join("manifest.json");
-                let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-                let m: crate::data::manifest::Manifest =
-                    serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+                let m = dataset::load_run_manifest(&d)?;
                 if best.as_ref().is_none_or(|b| m.date > b.date) {
                     best = Some(m);
                 }
@@ -357,6 +366,26 @@ fn strip_allowed(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_macro_whose_row_or_column_is_gone_is_an_error_not_notmeasured() {
+        let tmp = std::env::temp_dir().join(format!("wb-macros-{}", std::process::id()));
+        let table = Table {
+            name: "alloc-profile",
+            caption: String::new(),
+            header: vec!["Protocol", "Payload", "Allocs (encode)"],
+            rows: vec![vec!["ZAP".into(), "0 B".into(), "0".into()]],
+            source: String::new(),
+        };
+        let tables = BTreeMap::from([("alloc-profile".to_string(), table)]);
+        let e = write_macros_of(&tmp, &tmp.join("no-data"), tables).unwrap_err().to_string();
+        assert!(e.contains("zapEncAllocs") && e.contains("Allocs (enc)"), "{e}");
+        // Without the table at all the macro is \notmeasured (no dataset yet).
+        let path = write_macros_of(&tmp, &tmp.join("no-data"), BTreeMap::new()).unwrap();
+        assert!(std::fs::read_to_string(path).unwrap().contains("\\newcommand{\\zapEncAllocs}{\\notmeasured"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -461,11 +461,7 @@ pub fn plan(opts: &runner::Options, specs: &[(PathBuf, Spec)], nodes: &[usize]) 
             without.push(format!("{} (no {} run)", spec.dataset(), opts.scale));
             continue;
         };
-        let path = dir.join("manifest.json");
-        let m: manifest::Manifest = serde_json::from_str(
-            &std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
-        )
-        .with_context(|| format!("parsing {}", path.display()))?;
+        let m = crate::data::dataset::load_run_manifest(&dir)?;
         if m.cell_seconds.is_empty() {
             without.push(format!("{} ({} records no cell durations)", spec.dataset(), dir.display()));
             continue;
