@@ -88,13 +88,14 @@ pub fn chosen_tables(data: &Path) -> Result<BTreeMap<String, Table>> {
     Ok(chosen_of(&analyses))
 }
 
-/// [`chosen_tables`] from analyses already made (one a scale, in
-/// [`Scale::ALL`]'s order: a later scale's table replaces an earlier's).
+/// [`chosen_tables`] from analyses already made (one a scale): per table,
+/// the one of the first scale in [`Scale::PREFERRED`] that has it, the rule
+/// [`dataset::best_run`] and `main.tex`'s `\wbtable` follow.
 pub fn chosen_of(analyses: &[Analysis]) -> BTreeMap<String, Table> {
     let mut out = BTreeMap::new();
-    for a in analyses {
-        for t in &a.tables {
-            out.insert(t.name.to_string(), t.clone());
+    for scale in Scale::PREFERRED {
+        for t in analyses.iter().filter(|a| a.scale == scale).flat_map(|a| &a.tables) {
+            out.entry(t.name.to_string()).or_insert_with(|| t.clone());
         }
     }
     out
