@@ -161,16 +161,28 @@ where
         let style = ("sans-serif", px(13.0)).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
         legend.draw(&Text::new(line.label.clone(), (px(28.0) as i32, y), style)).map_err(err)?;
     }
-    area.present().map_err(err)?;
     Ok(hits)
 }
 
-/// Adds one invisible circle per point to a written SVG, titled with its
-/// exact values: a browser shows the title on hover (no script needed), and
-/// the report's script shows it beside the pointer.
-fn add_hover_targets(svg: &Path, hits: &[Hit]) -> Result<()> {
-    let text = std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
-    let Some(end) = text.rfind("</svg>") else { bail!("{} has no closing </svg>", svg.display()) };
+/// An SVG drawn in memory with one invisible circle per point added,
+/// titled with its exact values: a browser shows the title on hover (no
+/// script needed), and the report's script shows it beside the pointer.
+/// The file is written once, whole.
+fn svg_with_hovers(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<Vec<Hit>>,
+) -> Result<()> {
+    let mut text = String::new();
+    let hits = {
+        let area = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        let hits = draw(area.clone())?;
+        // NOTE: presented once, from the root: each split half presenting
+        // itself wrote the document's closing tag twice.
+        area.present().map_err(|e| anyhow!("drawing {}: {e:?}", path.display()))?;
+        hits
+    };
+    let Some(end) = text.rfind("</svg>") else { bail!("{} has no closing </svg>", path.display()) };
     let mut out = String::with_capacity(text.len() + hits.len() * 120);
     out.push_str(&text[..end]);
     out.push_str("<g class=\"points\">\n");
@@ -184,7 +196,7 @@ fn add_hover_targets(svg: &Path, hits: &[Hit]) -> Result<()> {
     }
     out.push_str("</g>\n");
     out.push_str(&text[end..]);
-    std::fs::write(svg, out).with_context(|| format!("writing {}", svg.display()))
+    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Text escaped for XML content and attributes.
@@ -208,7 +220,11 @@ pub fn xml_escape(s: &str) -> String {
 pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
     let svg = write_svg(dir, name, lines, chart)?;
     let png = dir.join(format!("{name}.png"));
-    draw_lines(BitMapBackend::new(&png, (2200, 1120)).into_drawing_area(), lines, chart, 2.0)?;
+    {
+        let area = BitMapBackend::new(&png, (2200, 1120)).into_drawing_area();
+        draw_lines(area.clone(), lines, chart, 2.0)?;
+        area.present().map_err(|e| anyhow!("drawing {}: {e:?}", png.display()))?;
+    }
     Ok(vec![svg, png])
 }
 
@@ -216,8 +232,7 @@ pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'
 /// that show it and nothing that prints it (the report's histories).
 pub(crate) fn write_svg(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<PathBuf> {
     let svg = dir.join(format!("{name}.svg"));
-    let hits = draw_lines(SVGBackend::new(&svg, (1100, 560)).into_drawing_area(), lines, chart, 1.0)?;
-    add_hover_targets(&svg, &hits)?;
+    svg_with_hovers(&svg, (1100, 560), |area| draw_lines(area, lines, chart, 1.0))?;
     Ok(svg)
 }
 
@@ -229,20 +244,19 @@ pub(crate) fn write_pair(
     right: (&[Line], &Chart<'_>),
 ) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{name}.svg"));
-    let mut hits = Vec::new();
-    {
-        let root = SVGBackend::new(&svg, (1800, 560)).into_drawing_area();
+    svg_with_hovers(&svg, (1800, 560), |root| {
         let (l, r) = root.split_horizontally(900);
-        hits.extend(draw_lines(l, left.0, left.1, 1.0)?);
+        let mut hits = draw_lines(l, left.0, left.1, 1.0)?;
         hits.extend(draw_lines(r, right.0, right.1, 1.0)?);
-    }
-    add_hover_targets(&svg, &hits)?;
+        Ok(hits)
+    })?;
     let png = dir.join(format!("{name}.png"));
     {
         let root = BitMapBackend::new(&png, (3600, 1120)).into_drawing_area();
         let (l, r) = root.split_horizontally(1800);
         draw_lines(l, left.0, left.1, 2.0)?;
         draw_lines(r, right.0, right.1, 2.0)?;
+        root.present().map_err(|e| anyhow!("drawing {}: {e:?}", png.display()))?;
     }
     Ok(vec![svg, png])
 }
