@@ -627,7 +627,7 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
     // The PDF (latexmk) and the site share nothing: one beside the other.
     let (pdf, site) = std::thread::scope(|s| {
         let pdf = s.spawn(|| workbench::paper::build(root));
-        let site = workbench::site::write_of(root, data, out, &analyses, &audit, &|s| eprintln!("report: {s}"));
+        let site = workbench::site::write_of(root, data, out, &analyses, &audit, true, &|s| eprintln!("report: {s}"));
         (pdf.join().map_err(|_| anyhow::anyhow!("the paper's build panicked")), site)
     });
     print_site(&site?);

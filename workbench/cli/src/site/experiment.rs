@@ -24,29 +24,40 @@ pub struct Written {
     pub newest_compare: Option<String>,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn write(
-    site: &Pages,
-    scale: Scale,
-    name: &str,
-    reports: &[&'static Report],
-    tables: &[&Table],
-    run_dir: &Path,
-    run: &Run,
-    claims: &[&ClaimResult],
-) -> Result<Written> {
+/// What a dataset's page shows.
+pub struct Dataset<'a> {
+    pub scale: Scale,
+    pub name: &'a str,
+    /// Its reports (two reports of one dataset share a page).
+    pub reports: &'a [&'static Report],
+    pub tables: &'a [&'a Table],
+    pub run_dir: &'a Path,
+    pub run: &'a Run,
+    pub claims: &'a [&'a ClaimResult],
+    /// Where this pass already drew the reports' figures (`workbench
+    /// render`): copied from there, not drawn again.
+    pub drawn: Option<&'a Path>,
+}
+
+pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
+    let Dataset { scale, name, reports, tables, run_dir, run, claims, drawn } = *d;
     let dir = dataset_dir(scale, name);
     let rel = format!("{dir}/index.html");
     let m = &run.manifest;
     let mut body = format!("<p>{}</p>\n", esc(&m.spec.description));
     body += &page::facts(&facts(site, &rel, run_dir, run));
 
-    // Figures, drawn for this page by the reports' own functions.
+    // Figures: the ones this pass drew, or drawn for this page by the
+    // reports' own functions.
     let fig_dir = site.file(&format!("{dir}/figures/x"))?.parent().context("figure directory")?.to_path_buf();
     let mut figures = String::new();
     for r in reports {
         let Some(draw) = r.figure else { continue };
-        let files = draw(&fig_dir, run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?;
+        let copied = drawn.map(|from| copy_figure(from, &fig_dir, r.name)).transpose()?.flatten();
+        let files = match copied {
+            Some(files) => files,
+            None => draw(&fig_dir, run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?,
+        };
         for svg in files.iter().filter(|p| p.extension().is_some_and(|e| e == "svg")) {
             let text = std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
             let stem = svg.file_stem().unwrap_or_default().to_string_lossy();
@@ -166,6 +177,22 @@ pub fn write(
     let crumbs = [(format!("../../index.html#{scale}"), format!("{scale} scale"))];
     site.write(&rel, &page::page(&title, "../../", &crumbs, &body))?;
     Ok(Written { runs: all.len(), traces: trace_rows.len(), compares: compares.len(), newest_compare })
+}
+
+/// Copies `<name>.svg` and `.png` from `from` into `to`; `None` when the
+/// SVG is not there (the figure is then drawn).
+fn copy_figure(from: &Path, to: &Path, name: &str) -> Result<Option<Vec<std::path::PathBuf>>> {
+    let svg = from.join(format!("{name}.svg"));
+    if !svg.exists() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for file in [svg, from.join(format!("{name}.png"))].into_iter().filter(|f| f.exists()) {
+        let dest = to.join(file.file_name().unwrap_or_default());
+        std::fs::copy(&file, &dest).with_context(|| format!("copying {} to {}", file.display(), dest.display()))?;
+        out.push(dest);
+    }
+    Ok(Some(out))
 }
 
 fn facts(site: &Pages, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static str, String)> {

@@ -112,16 +112,19 @@ pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> R
         progress(&format!("{scale}: loading the newest runs"));
         analyses.push(report::analyse(data, scale)?);
     }
-    write_of(root, data, out, &analyses, &audit, progress)
+    write_of(root, data, out, &analyses, &audit, false, progress)
 }
 
-/// [`write`] from analyses already made (one a scale) and the claims audit.
+/// [`write`] from analyses already made (one a scale) and the claims audit;
+/// `figures_drawn`: their figures are in `figures/[<scale>/]` already, so
+/// the pages copy them.
 pub fn write_of(
     root: &Path,
     data: &Path,
     out: &Path,
     analyses: &[report::Analysis],
     audit: &crate::paper::claims::Audit,
+    figures_drawn: bool,
     progress: &dyn Fn(&str),
 ) -> Result<Written> {
     let out = std::path::absolute(out).with_context(|| format!("resolving {}", out.display()))?;
@@ -158,7 +161,18 @@ pub fn write_of(
                 analysis.tables.iter().filter(|t| reports.iter().any(|r| r.name == t.name)).collect();
             let claims: Vec<&crate::paper::claims::ClaimResult> =
                 audit.claims.iter().filter(|c| c.spec.ours.as_ref().is_some_and(|o| o.experiment == *name)).collect();
-            let e = experiment::write(&site, scale, name, reports, &tables, dir, run, &claims)?;
+            let drawn = figures_drawn.then(|| scale.dir(root, "figures"));
+            let page = experiment::Dataset {
+                scale,
+                name,
+                reports,
+                tables: &tables,
+                run_dir: dir,
+                run,
+                claims: &claims,
+                drawn: drawn.as_deref(),
+            };
+            let e = experiment::write(&site, &page)?;
             w.experiments += 1;
             w.traces += e.traces;
             w.compares += e.compares;
