@@ -30,6 +30,10 @@
 //! - [`paper`]: the paper's macros and PDF build; [`paper::claims`], the
 //!   source papers' claims against ours.
 //! - [`inspect`]: dhat trace review and benchstat-style run comparison.
+//! - [`gate`]: the allocation gate: a small dhat suite's exact counts
+//!   against the committed baseline (`experiments/gate/`), the bless, and
+//!   the determinism map (which counts repeat exactly) that the paper and
+//!   the site print.
 //! - [`history`]: a spec run at every commit of a range (a git worktree,
 //!   the runner), and bisection of an exact count.
 //! - [`site`]: the browsable report (`report/`): every experiment, trace,
@@ -40,6 +44,7 @@
 
 pub mod data;
 pub mod fmt;
+pub mod gate;
 pub mod history;
 pub mod inspect;
 pub mod paper;

@@ -96,6 +96,25 @@ enum Cmd {
     /// Compare two runs of one experiment: exact allocation counts, timings
     /// with medians, 95% CIs and Mann–Whitney U (benchstat-style).
     Compare(CompareArgs),
+    /// The allocation gate: run the small dhat suite (`[gate]` in the specs)
+    /// and fail on any count that differs from experiments/gate/baseline.txt,
+    /// naming the sites that moved; one line when nothing changed.
+    Gate {
+        /// Print the determinism map of the committed baseline (runs nothing).
+        #[arg(long)]
+        map: bool,
+        /// List the suite's cells (runs nothing).
+        #[arg(long)]
+        list: bool,
+    },
+    /// Measure the gate suite (twice quiet, once loaded, the varying cells
+    /// more) and rewrite experiments/gate/ with the reason; commit the result.
+    Bless {
+        /// Why the counts change; kept beside them, so `git log -p` of the
+        /// baseline is the project's allocation history.
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(clap::Args)]
@@ -286,8 +305,32 @@ fn main() -> Result<()> {
         Cmd::History(args) => history_cmd(&root, &data, args)?,
         Cmd::Bisect(args) => bisect(&root, &data, args)?,
         Cmd::Compare(args) => compare_cmd(&data, args)?,
+        Cmd::Gate { map, list } => gate_cmd(&root, map, list)?,
+        Cmd::Bless { reason } => {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let written = workbench::gate::bless(&root, &reason, &multi)?;
+            print_written(&root, &written);
+        }
     }
     Ok(())
+}
+
+/// `workbench gate`: the gate, its map, or its cells.
+fn gate_cmd(root: &Path, map: bool, list: bool) -> Result<()> {
+    use workbench::gate;
+    if map {
+        print!("{}", gate::map::of(&gate::baseline::Baseline::load(root)?).render());
+        return Ok(());
+    }
+    if list {
+        let cells = gate::suite(root)?;
+        println!("{}", gate::describe(&cells));
+        for c in &cells {
+            println!("  {}", c.id);
+        }
+        return Ok(());
+    }
+    gate::gate(root, &MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
 }
 
 /// `workbench run`: the chosen specs (or the stale ones), here or as a Slurm job array.

@@ -58,11 +58,16 @@ pub struct Planned {
 
 /// The cells of `spec` at `scale`, in run order.
 pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
-    let s = spec.scale(scale);
+    plan_with(spec, spec.scale(scale), spec.variants_at(scale))
+}
+
+/// The cells of `spec` with settings `s` (one of its tables) in builds
+/// `variants`, in run order.
+pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) -> Result<Vec<Planned>> {
     let mut out = Vec::new();
     if spec.target == Target::DatastoreServer {
         for rep in 0..s.repetitions {
-            for variant in spec.variants_at(scale) {
+            for variant in variants {
                 // `work_dir` and `trace` are filled in when the cell runs.
                 let cell = serde_json::to_value(Cell {
                     experiment: spec.experiment.clone(),
@@ -91,9 +96,9 @@ pub fn plan(spec: &Spec, scale: Scale) -> Result<Vec<Planned>> {
         return Ok(out);
     }
     for rep in 0..s.repetitions {
-        for &payload in &spec.payloads {
+        for &payload in spec.payloads_of(s) {
             for codec in &spec.codecs {
-                for variant in spec.variants_at(scale) {
+                for variant in variants {
                     let id = format!("{codec}-p{payload}-{variant}-r{rep}");
                     let messages = s.messages_for(payload);
                     let cell = Cell {

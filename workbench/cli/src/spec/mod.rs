@@ -48,6 +48,12 @@ pub struct Spec {
     pub seed: u64,
     pub quick: Settings,
     pub full: Settings,
+    /// The allocation gate's cells of this experiment (`workbench gate`):
+    /// small, dhat only, their exact counts committed in
+    /// `experiments/gate/baseline.txt`. Only experiments that count
+    /// allocations have one ([`crate::gate::GATED`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Settings>,
 }
 
 fn default_payloads() -> Vec<usize> {
@@ -73,6 +79,10 @@ pub struct Settings {
     /// builds for the quick suite).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<String>>,
+    /// Payload sizes instead of the spec's (the gate's table only: the
+    /// scales' tables read the spec's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payloads: Option<Vec<usize>>,
     /// Sample interval in messages (heap-growth); defaults to messages / 100.
     #[serde(default)]
     pub sample_every: Option<u64>,
@@ -176,7 +186,13 @@ impl Spec {
             }
         }
         self.validate_variants(path)?;
-        for (name, s) in Scale::ALL.map(|x| (x.name(), self.scale(x))) {
+        for (name, s) in self.tables() {
+            if s.payloads.is_some() && name != "gate" {
+                return bad(
+                    &format!("{name}.payloads"),
+                    "only [gate] may choose payloads; the scales run the spec's, which their tables read".into(),
+                );
+            }
             if s.messages == 0 {
                 return bad(&format!("{name}.messages"), "must be at least 1".into());
             }
@@ -197,7 +213,7 @@ impl Spec {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
         let lists = [("variants".to_string(), Some(&self.variants))]
             .into_iter()
-            .chain(Scale::ALL.map(|x| (format!("{x}.variants"), self.scale(x).variants.as_ref())));
+            .chain(self.tables().map(|(x, s)| (format!("{x}.variants"), s.variants.as_ref())));
         for (key, list) in lists {
             let Some(list) = list else { continue };
             if list.is_empty() {
@@ -222,7 +238,7 @@ impl Spec {
                 }
             }
         }
-        for (name, s) in Scale::ALL.map(|x| (x.name(), self.scale(x))) {
+        for (name, s) in self.tables() {
             if s.repetitions == 0 {
                 return bad(&format!("{name}.repetitions"), "must be at least 1".into());
             }
@@ -233,6 +249,16 @@ impl Spec {
     /// The build variants run at `scale`: its own list, or the spec's.
     pub fn variants_at(&self, scale: Scale) -> &[String] {
         self.scale(scale).variants.as_deref().unwrap_or(&self.variants)
+    }
+
+    /// Every settings table of the spec, by its name: each scale's, and the gate's.
+    pub fn tables(&self) -> impl Iterator<Item = (&'static str, &Settings)> {
+        Scale::ALL.map(|x| (x.name(), self.scale(x))).into_iter().chain(self.gate.as_ref().map(|g| ("gate", g)))
+    }
+
+    /// The payload sizes of `settings` (one of this spec's scales).
+    pub fn payloads_of<'a>(&'a self, settings: &'a Settings) -> &'a [usize] {
+        settings.payloads.as_deref().unwrap_or(&self.payloads)
     }
 
     /// The settings of `scale`.

@@ -7,9 +7,11 @@
 //! is what a leak or a per-query cost would show; the samples' own `stats`
 //! calls are counted too (one per sample).
 //!
-//! Params: `workloads` (["ping", "mix"]), `queries` (ping's), `mix_queries`
-//! (the mix's; a mix query allocates thousands of times, and the dhat build
-//! takes ≈ 35 ms each), `samples` per workload, `rows` (the mix's table).
+//! Params: `workloads` (["ping", "mix"], or one workload query by name,
+//! e.g. "top-20-users", which the allocation gate runs one by one so that a
+//! change is told to its query), `queries` (ping's), `mix_queries` (every
+//! query workload's; a mix query allocates thousands of times, and the dhat
+//! build takes ≈ 35 ms each), `samples` per workload, `rows` (the table).
 //! Records: [`records::server::server_heap_growth`].
 
 use super::{progress, Cell, Driver, Records, ServerChild};
@@ -29,7 +31,15 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if samples == 0 || ping_queries == 0 || mix_queries == 0 {
         bail!("{}: params.queries, mix_queries and samples must be at least 1", cell.experiment);
     }
-    let total: u64 = workloads.iter().map(|w| if w == "mix" { mix_queries } else { ping_queries }).sum();
+    if let Some(w) = workloads.iter().find(|w| !matches!(w.as_str(), "ping" | "mix") && query(w).is_none()) {
+        bail!(
+            "{}: params.workloads: unknown workload {w:?}; use ping, mix or one of {:?}",
+            cell.experiment,
+            workload::QUERIES.map(|(n, _)| n)
+        );
+    }
+    let count = |w: &str| if w == "ping" { ping_queries } else { mix_queries };
+    let total: u64 = workloads.iter().map(|w| count(w)).sum();
     let mut done_before = 0;
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
@@ -37,7 +47,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     drop(db);
     // One server per workload: each starts from the same cold heap.
     for w in &workloads {
-        let queries = if w == "mix" { mix_queries } else { ping_queries };
+        let queries = count(w);
         let every = (queries / samples).max(1);
         // `<cell>.dhat.json` → `<cell>-<workload>.dhat.json`: one trace per server.
         let trace = cell.trace.as_ref().map(|t| {
@@ -73,7 +83,10 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
                     let (_, sql) = workload::QUERIES[(i % workload::QUERIES.len() as u64) as usize];
                     c.execute(sql).with_context(|| format!("query {i}"))?;
                 }
-                other => bail!("{}: params.workloads: unknown workload {other:?}; use ping or mix", cell.experiment),
+                name => {
+                    let sql = query(name).expect("workloads checked above");
+                    c.execute(sql).with_context(|| format!("query {i}"))?;
+                }
             }
             if i % every == 0 || i == queries {
                 sample(&mut c, i)?;
@@ -85,4 +98,9 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         server.stop()?;
     }
     Ok(())
+}
+
+/// The SQL of the workload query called `name`.
+fn query(name: &str) -> Option<&'static str> {
+    workload::QUERIES.iter().find(|(n, _)| *n == name).map(|(_, sql)| *sql)
 }

@@ -131,7 +131,7 @@ pub fn write_flamegraph(trace: &Trace, out: &Path) -> anyhow::Result<()> {
 }
 
 /// A function name without generic arguments, for flame graph labels.
-fn short(function: &str) -> String {
+pub(crate) fn short(function: &str) -> String {
     let mut out = String::with_capacity(function.len());
     let mut depth = 0usize;
     for c in function.chars() {
