@@ -269,15 +269,22 @@ pub fn verdict(base: &Baseline, measured: &Measured) -> Vec<Change> {
             before.keys().chain(run.iter().flat_map(|r| r.counts.keys())).collect();
         for m in metrics {
             let (b, a) = (before.get(m).copied(), run.and_then(|r| r.counts.get(m)).copied());
-            let same = matches!((b, a), (Some(r), Some(c)) if r.contains(c.value));
+            let same = matches!((b, a), (Some(r), Some(c)) if r.accepts(c.value));
             if !same {
                 moved.push(Moved { metric: m.clone(), before: b, after: a });
             }
         }
-        if moved.is_empty() {
+        let sites = site_moves(base.sites.get(id), run);
+        // A varying count (a boxed future per wake-up, a QUIC timer) can
+        // hide a real change inside its range; the cell's sites that were
+        // exact in every bless run cannot, so they are gated one by one.
+        let varying = before.values().any(|r| !r.is_exact());
+        let exact_site_moved = varying
+            && sites.iter().any(|m| m.before.as_ref().is_none_or(|b| b.blocks.is_exact() && b.bytes.is_exact()));
+        if moved.is_empty() && !exact_site_moved {
             continue;
         }
-        out.push(Change { id: id.clone(), counts: moved, sites: site_moves(base.sites.get(id), run) });
+        out.push(Change { id: id.clone(), counts: moved, sites });
     }
     out
 }
@@ -292,8 +299,7 @@ fn site_moves(before: Option<&BTreeMap<String, SiteRange>>, run: Option<&CellRun
         .into_iter()
         .filter_map(|k| {
             let (b, a) = (before.get(k), after.get(k));
-            let inside =
-                matches!((b, a), (Some(b), Some(a)) if b.blocks.contains(a.blocks) && b.bytes.contains(a.bytes));
+            let inside = matches!((b, a), (Some(b), Some(a)) if b.blocks.accepts(a.blocks) && b.bytes.accepts(a.bytes));
             (!inside).then(|| SiteMove { before: b.cloned(), after: a.cloned() })
         })
         .collect();
@@ -310,13 +316,17 @@ pub fn render_changes(changes: &[Change]) -> String {
     let mut s = String::new();
     for c in changes {
         s += &format!("\n{}\n", c.id);
+        if c.counts.is_empty() {
+            s += "  every count within its varying range, but sites exact in every bless run moved:\n";
+        }
         for m in &c.counts {
             let before = m.before.map_or("(not in the baseline)".to_string(), |r| r.to_string());
             let after = m.after.map_or("(not measured)".to_string(), |a| a.value.to_string());
             let per = match (m.before, m.after) {
                 (Some(r), Some(a)) if a.per > 1 => {
                     let d = a.value as f64 - if a.value > r.hi { r.hi } else { r.lo } as f64;
-                    format!("  ({:+} a {}, over {})", crate::fmt::sig3(d / a.per as f64), "operation", a.per)
+                    let sign = if d >= 0.0 { "+" } else { "-" };
+                    format!("  ({sign}{} per operation, over {})", crate::fmt::sig3(d.abs() / a.per as f64), a.per)
                 }
                 _ => String::new(),
             };
@@ -585,9 +595,38 @@ mod tests {
         let runs: Vec<Measured> = [100, 103, 101].map(|a| BTreeMap::from([(id(), run(a, a))])).into();
         let base = combine(Header::default(), &runs);
         assert_eq!(base.counts[&id()]["decode.allocs"], Range { lo: 100, hi: 103 });
-        assert!(verdict(&base, &BTreeMap::from([(id(), run(102, 102))])).is_empty());
-        assert_eq!(verdict(&base, &BTreeMap::from([(id(), run(104, 104))])).len(), 1);
+        // Observed 100..103, accepted 97..106 (the width each way).
+        for ok in [97, 102, 106] {
+            assert!(verdict(&base, &BTreeMap::from([(id(), run(ok, ok))])).is_empty(), "{ok}");
+        }
+        for bad in [96, 107] {
+            assert_eq!(verdict(&base, &BTreeMap::from([(id(), run(bad, bad))])).len(), 1, "{bad}");
+        }
         assert!(varies(&runs, &id()));
+    }
+
+    #[test]
+    fn in_a_varying_cell_an_exact_site_is_gated_on_its_own() {
+        let with_engine = |a: u64, engine: u64| {
+            let mut r = run(a, a);
+            r.sites.insert(
+                "bb".into(),
+                SiteCount {
+                    side: "other".into(),
+                    blocks: engine,
+                    bytes: engine * 100,
+                    label: "datastore::scan".into(),
+                },
+            );
+            r
+        };
+        let runs: Vec<Measured> = [100, 110].map(|a| BTreeMap::from([(id(), with_engine(a, 40))])).into();
+        let base = combine(Header::default(), &runs);
+        assert!(verdict(&base, &BTreeMap::from([(id(), with_engine(105, 40))])).is_empty());
+        let ch = verdict(&base, &BTreeMap::from([(id(), with_engine(105, 41))]));
+        assert_eq!(ch.len(), 1);
+        let text = render_changes(&ch);
+        assert!(text.contains("sites exact in every bless run moved") && text.contains("datastore::scan"), "{text}");
     }
 
     #[test]

@@ -545,7 +545,10 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
         cell["trace"] = Value::from(staging.join("traces").join(format!("{}.dhat.json", p.id)).display().to_string());
     }
     // A server cell's scratch data (a loaded table) lives only as long as the cell.
-    let work = std::env::temp_dir().join(format!("workbench-{}-{}", std::process::id(), p.id));
+    // NOTE: the pid zero-padded, so that the path's length (which the
+    // server allocates when it opens a part) is the same in every run: the
+    // allocation gate compares bytes exactly.
+    let work = std::env::temp_dir().join(format!("workbench-{:010}-{}", std::process::id(), p.id));
     if p.target == Target::DatastoreServer {
         cell["work_dir"] = Value::from(work.display().to_string());
     }
