@@ -89,6 +89,11 @@ step "probe tests, jemalloc build"
 cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"
 cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
+# The allocation gate: the small dhat suite's exact counts against the
+# committed baseline (the dhat builds are the tests' own, so nothing
+# compiles); fails on any count that moved, naming the sites.
+step "allocation gate (workbench gate, experiments/gate/baseline.txt)"
+target/release/workbench gate
 # The four checks after the tests, side by side. PERF (test time): each
 # leaves a core idle most of its time (Slurm's daemons and a tiny spec,
 # LaTeX, a site written once and then Chromium waiting on its driver, a

@@ -663,6 +663,7 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
         analyses.push(a);
     }
     written.push(workbench::paper::write_macros_of(root, data, workbench::paper::chosen_of(&analyses))?);
+    written.extend(workbench::paper::write_determinism(root)?);
     let (audit, claims) = workbench::paper::claims::write(root, data)?;
     written.extend(claims);
     print_written(root, &written);
@@ -698,6 +699,7 @@ fn list(root: &Path, data: &Path) -> Result<()> {
 /// `workbench paper`: the macros and the claims audit from data/, then the PDF.
 fn paper(root: &Path, data: &Path) -> Result<()> {
     let mut written = vec![workbench::paper::write_macros(root, data)?];
+    written.extend(workbench::paper::write_determinism(root)?);
     written.extend(workbench::paper::claims::write(root, data)?.1);
     print_written(root, &written);
     let pdf = workbench::paper::build(root)?;

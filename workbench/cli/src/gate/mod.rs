@@ -382,6 +382,17 @@ pub fn gate(root: &Path, multi: &MultiProgress) -> Result<()> {
         return Ok(());
     }
     print!("{}", render_changes(&changes));
+    // The engine splits a query over one worker per core, and each worker
+    // allocates its own partial: counts of the server's cells depend on it.
+    let here = format!(", {} cores", host::cores());
+    if !base.header.machine.ends_with(&here) {
+        println!(
+            "\nnote: the baseline was blessed on {} and this machine has{}: the server's per-query counts \
+             depend on the number of cores",
+            base.header.machine,
+            here.trim_start_matches(',')
+        );
+    }
     bail!(
         "gate: {} of {} cells changed their allocation counts (baseline of {}: {}); a change on purpose: \
          `workbench bless --reason \"…\"` and commit experiments/gate/",

@@ -11,7 +11,8 @@
 //! # Layout
 //! - [`claims`]: the source papers' claims against ours (`workbench claims`).
 //! - [`MACROS`]: the prose numbers, each a cell of a generated table.
-//! - [`write_macros`] writes `paper/generated/macros.tex`.
+//! - [`write_macros`] writes `paper/generated/macros.tex`; [`write_determinism`]
+//!   the allocation gate's determinism map.
 //! - [`build`]: figures → PDF (rsvg-convert), then latexmk → `paper/build/main.pdf`,
 //!   then [`check_log`].
 //! - [`hand_written_digits`]: the test that keeps numbers out of the prose.
@@ -177,6 +178,18 @@ pub fn write_macros_of(root: &Path, data: &Path, tables: BTreeMap<String, Table>
         .with_context(|| format!("creating {}", path.display()))?;
     dataset::write_atomic(&path, s.as_bytes())?;
     Ok(path)
+}
+
+/// `paper/generated/determinism.{tex,md}`: the allocation gate's
+/// determinism map (which counts repeat exactly), from its committed baseline.
+pub fn write_determinism(root: &Path) -> Result<Vec<PathBuf>> {
+    let map = crate::gate::map::of(&crate::gate::baseline::Baseline::load(root)?);
+    let dir = root.join("paper/generated");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (tex, md) = (dir.join("determinism.tex"), dir.join("determinism.md"));
+    dataset::write_atomic(&tex, map.to_latex().as_bytes())?;
+    dataset::write_atomic(&md, map.to_markdown().as_bytes())?;
+    Ok(vec![tex, md])
 }
 
 fn newest_manifest(data: &Path) -> Result<Option<crate::data::manifest::Manifest>> {

@@ -13,6 +13,7 @@
 //! report/<scale>/<dataset>/compare-<run>.html  a run against the one before it
 //! report/<scale>/<dataset>/traces/<cell>.html   top sites, flame graph (<cell>.flame.svg)
 //! report/history/<dataset>-<scale>.html every metric of every cell against commits
+//! report/gate.html                      the allocation gate's determinism map and baseline
 //! ```
 //!
 //! # Layout
@@ -21,10 +22,12 @@
 //! - [`page`]: the page frame, escaping, the style sheet and the script.
 //! - [`experiment`]: a dataset's page; [`traces`]: a trace's page;
 //!   [`compare`]: two runs; [`history`]: runs across commits
-//!   (`workbench history`, `workbench bisect`).
+//!   (`workbench history`, `workbench bisect`); [`gate`]: the allocation
+//!   gate's determinism map.
 
 pub mod compare;
 pub mod experiment;
+pub mod gate;
 pub mod history;
 pub mod page;
 pub mod traces;
@@ -205,8 +208,12 @@ pub fn write_of(
         ("workbench at", format!("<code>{}</code>{}", esc(&rev), if dirty { " (dirty tree)" } else { "" })),
         ("data", format!("<code>{}</code>", esc(&site.data.display().to_string()))),
     ]);
-    body += "<p>Allocation counts come from the dhat build and are exact: a change in one is a change in the code. \
-             Timings carry their spread; compare pages test them (Mann–Whitney U).</p>\n";
+    body += "<p>Allocation counts come from the dhat build: a change in one is a change in the code, except in \
+             the cells the determinism map shows varying. Timings carry their spread; compare pages test them \
+             (Mann–Whitney U).</p>\n";
+    if let Some(summary) = gate::write(&site)? {
+        body += &format!("<p>{}: {}.</p>\n", link("gate.html", "Allocation gate and determinism map"), esc(&summary));
+    }
     body += &scales;
     body += &claims_section(audit);
     if !histories.is_empty() {
