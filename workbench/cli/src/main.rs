@@ -227,6 +227,11 @@ struct CompareArgs {
     markdown: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    Pprof,
+}
+
 #[derive(Subcommand)]
 enum TraceCmd {
     /// The top allocation sites of a trace, or of every trace of a dataset.
@@ -249,6 +254,16 @@ enum TraceCmd {
         b: PathBuf,
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// Write a trace in another profiler's format: `pprof` (gzipped
+    /// profile.proto, for `go tool pprof [-diff_base]`, speedscope, Perfetto).
+    Export {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Pprof)]
+        format: ExportFormat,
+        /// Where (default: beside the trace, `<cell>.pb.gz`).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
     },
     /// The allocation tree by caller, and a flame graph SVG beside the trace.
     Tree {
@@ -602,6 +617,15 @@ fn review(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Diff { a, b, limit } => {
             let (ta, tb) = (trace::Trace::load(&a)?, trace::Trace::load(&b)?);
             print!("{}", trace::render_diff(&ta, &tb, &trace::diff(&ta, &tb), limit));
+        }
+        TraceCmd::Export { path, format: ExportFormat::Pprof, out } => {
+            let t = trace::Trace::load(&path)?;
+            let out = out.unwrap_or_else(|| {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                path.with_file_name(format!("{}.pb.gz", name.trim_end_matches(".dhat.json")))
+            });
+            trace::pprof::write(&t, &out)?;
+            println!("wrote {} ({} sites)", out.display(), t.sites.len());
         }
         TraceCmd::Tree { path, min_share, depth, svg } => {
             let t = trace::Trace::load(&path)?;

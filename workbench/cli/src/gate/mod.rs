@@ -115,7 +115,8 @@ pub enum Load {
 
 /// The suite's binaries, built (or found built) once.
 pub struct Built {
-    bins: Binaries,
+    /// Owns the private copies the paths point at (removed on drop).
+    _bins: Binaries,
     paths: BTreeMap<probe::registry::Target, PathBuf>,
 }
 
@@ -124,11 +125,11 @@ impl Built {
         let mut bins = Binaries::default();
         let mut paths = BTreeMap::new();
         for c in cells {
-            if !paths.contains_key(&c.planned.target) {
-                paths.insert(c.planned.target, bins.get(root, c.planned.target, "dhat", multi)?);
+            if let std::collections::btree_map::Entry::Vacant(e) = paths.entry(c.planned.target) {
+                e.insert(bins.get(root, c.planned.target, "dhat", multi)?);
             }
         }
-        Ok(Built { bins, paths })
+        Ok(Built { _bins: bins, paths })
     }
 }
 
@@ -143,7 +144,6 @@ pub fn measure(
     for d in ["traces", "logs"] {
         std::fs::create_dir_all(scratch.join(d)).with_context(|| format!("creating {}", scratch.join(d).display()))?;
     }
-    let _ = &built.bins;
     let next = AtomicUsize::new(0);
     let out = Mutex::new(Measured::new());
     let worker = || -> Result<()> {

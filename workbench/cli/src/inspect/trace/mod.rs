@@ -28,10 +28,12 @@
 //! - [`site`]: a site's stack normalised (both ends folded) and sites merged;
 //! - [`tree`]: the allocation tree by caller, folded stacks, the flame graph;
 //! - [`diff`]: per-site deltas between two traces;
-//! - [`render`]: the text of `trace top` and `trace diff`.
+//! - [`render`]: the text of `trace top` and `trace diff`;
+//! - [`pprof`]: a trace as pprof's `profile.proto` (`trace export`).
 
 pub mod diff;
 pub mod frame;
+pub mod pprof;
 pub mod render;
 pub mod site;
 pub mod tree;
@@ -95,6 +97,8 @@ struct RawSite {
     tl: u64,
     #[serde(default)]
     gb: u64,
+    #[serde(default)]
+    gbk: u64,
     #[serde(default)]
     eb: u64,
     fs: Vec<usize>,
@@ -221,10 +225,15 @@ pub fn traces_in(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The cell (`--cell '<json>'`) of a measured binary's command line.
+pub fn cell_of(cmd: &str) -> Option<serde_json::Value> {
+    let json = &cmd[cmd.find("--cell ")? + 7..];
+    serde_json::from_str(json.trim()).ok()
+}
+
 /// `messages + warmup` of the cell named in a subject's command line.
 fn operations_of(cmd: &str) -> Option<u64> {
-    let json = &cmd[cmd.find("--cell ")? + 7..];
-    let cell: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
+    let cell = cell_of(cmd)?;
     let n = cell.get("messages")?.as_u64()?;
     Some(n + cell.get("warmup").and_then(|w| w.as_u64()).unwrap_or(0))
 }

@@ -15,6 +15,8 @@ pub struct Site {
     pub lifetime_us: u64,
     /// Bytes of this site live at the moment the whole heap peaked.
     pub at_peak: u64,
+    /// Blocks of this site live then.
+    pub at_peak_blocks: u64,
     /// Bytes of this site still live at exit.
     pub at_exit: u64,
     /// The innermost folded allocator frame (`alloc::vec::Vec<T>::with_capacity`).
@@ -46,6 +48,7 @@ impl Site {
         self.blocks += o.blocks;
         self.lifetime_us += o.lifetime_us;
         self.at_peak += o.at_peak;
+        self.at_peak_blocks += o.at_peak_blocks;
         self.at_exit += o.at_exit;
         self.merged += o.merged;
     }
@@ -96,6 +99,7 @@ pub(super) fn normalise(raw: &RawSite, stack: &[&Frame]) -> Site {
         blocks: raw.tbk,
         lifetime_us: raw.tl,
         at_peak: raw.gb,
+        at_peak_blocks: raw.gbk,
         at_exit: raw.eb,
         via: top.checked_sub(1).map(|i| stack[i].function.clone()),
         stack: kept.iter().map(|f| (*f).clone()).collect(),
