@@ -12,6 +12,9 @@ Checks, failing with a list of what broke:
 - a table sorts by a header click (ascending, then descending);
 - hovering a figure's point shows its exact value beside the pointer;
 - a flame graph zooms when a frame is clicked;
+- a differential allocation flame graph (an idiom against its plain codec)
+  shows a frame's exact bytes and blocks before -> after under the pointer,
+  and colours a frame that changed;
 - with JavaScript off, a page still holds its tables, figures and links.
 
 Usage: scripts/report_browser_check.py REPORT_DIR
@@ -120,6 +123,7 @@ def main():
             sorting(d, site, failures)
             hover(d, site, failures)
             flame(d, site, failures)
+            diff_flame(d, site, failures)
         finally:
             d.close()
         nojs = Driver(port, javascript=False)
@@ -136,7 +140,7 @@ def main():
             print(f"  {f}")
         sys.exit(1)
     print(f"report site: every link of {pages[0]} pages resolves; {pages[1]} pages load without console errors; "
-          "a table sorts, a hover shows a point's exact value, a flame graph zooms, pages read without JavaScript")
+          "a table sorts, a hover shows a point's exact value, a flame graph zooms, a differential flame graph shows before -> after, pages read without JavaScript")
 
 
 class Links(html.parser.HTMLParser):
@@ -300,6 +304,44 @@ def flame(d, site, failures):
             failures.append(f"flame: {page.relative_to(site)}: a click did not zoom (width {before}% -> {after[0]}%, "
                             f"reset hidden: {after[1]})")
     d.s("POST", "/frame/parent", {})
+
+
+def diff_flame(d, site, failures):
+    pages = sorted(site.glob("*/*/versus/*.html"))
+    if not pages:
+        failures.append("diff flame: no idiom-against-plain page (report/<scale>/<dataset>/versus/)")
+        return
+    page = pages[0]
+    d.go(page.as_uri())
+    # The widest frame that changed: its title must hold both sides exactly.
+    found = d.js("""
+        let best = null, bw = 0;
+        for (const r of document.querySelectorAll('rect.delta')) {
+          const w = parseFloat(r.getAttribute('width'));
+          const f = r.getAttribute('fill');
+          if (f !== '#dddddd' && w > bw) { best = r; bw = w; }
+        }
+        if (!best) return null;
+        best.scrollIntoView({block: 'center'});
+        return [best, best.querySelector('title').textContent];""")
+    if found is None:
+        failures.append(f"diff flame: {page.relative_to(site)}: no frame coloured as changed")
+        return
+    rect, title = found
+    d.s("POST", "/actions", {"actions": [{"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+                                          "actions": [{"type": "pointerMove", "origin": rect,
+                                                       "x": 0, "y": 0, "duration": 0}]}]})
+    tip = d.js("const t = document.getElementById('tip'); return t ? [t.style.display, t.textContent] : null;")
+    lines = title.split("\n")
+    ok = (len(lines) == 3 and lines[1].startswith("bytes: ") and lines[2].startswith("blocks: ")
+          and all("\u2192" in l and any(ch.isdigit() for ch in l) for l in lines[1:]))
+    if not ok:
+        failures.append(f"diff flame: {page.relative_to(site)}: a frame's title is {title!r}, not before -> after")
+    elif tip is None or tip[0] != "block" or tip[1] != title:
+        failures.append(f"diff flame: {page.relative_to(site)}: the tip shows {tip!r}, the frame's title is {title!r}")
+    d.s("POST", "/actions", {"actions": [{"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+                                          "actions": [{"type": "pointerMove", "x": 1, "y": 1, "duration": 0}]}]})
+    d.s("DELETE", "/actions")
 
 
 def without_javascript(d, site, failures):

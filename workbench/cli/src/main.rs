@@ -509,6 +509,9 @@ fn bisect(root: &Path, data: &Path, args: BisectArgs) -> Result<()> {
         Some(s) => println!("\nallocation sites that differ:\n{s}"),
         None => println!("(no dhat traces of this cell to diff)"),
     }
+    if let Some(p) = &f.flame {
+        println!("differential allocation flame graph: {}", p.display());
+    }
     Ok(())
 }
 

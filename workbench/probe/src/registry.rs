@@ -224,6 +224,23 @@ named! {
     }
 }
 
+impl Codec {
+    /// The codec this one is an idiom of (`protobuf-reuse` → `protobuf`):
+    /// the longest other name it extends with `-…`. Pages that set an
+    /// idiom against its plain use read it, so a new idiom is paired by
+    /// its name alone.
+    pub fn base(self) -> Option<Codec> {
+        let name = self.name();
+        Codec::ALL
+            .iter()
+            .copied()
+            .filter(|c| {
+                name.len() > c.name().len() + 1 && name.starts_with(c.name()) && name[c.name().len()..].starts_with('-')
+            })
+            .max_by_key(|c| c.name().len())
+    }
+}
+
 named! {
     /// The transport stacks of `subjects::transports` (one round trip over loopback).
     Transport {
@@ -286,6 +303,22 @@ pub fn names() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idiom_pairs_with_its_plain_codec_by_name() {
+        let pairs: Vec<(&str, &str)> =
+            Codec::ALL.iter().filter_map(|c| c.base().map(|b| (c.name(), b.name()))).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("flatbuffers-struct", "flatbuffers"),
+                ("capnp-scratch", "capnp"),
+                ("protobuf-reuse", "protobuf"),
+                ("protobuf-bytes", "protobuf"),
+                ("json-rpc-borrowed", "json-rpc"),
+            ]
+        );
+    }
 
     #[test]
     fn names_are_unique_and_runs_exist() {

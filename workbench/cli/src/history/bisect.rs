@@ -122,6 +122,8 @@ pub struct Found {
     pub reused: usize,
     /// The cell's allocation sites that differ, as `workbench trace diff` prints them.
     pub sites: Option<String>,
+    /// Their differential allocation flame graph (an SVG beside the trace).
+    pub flame: Option<std::path::PathBuf>,
 }
 
 /// Runs the bisection; `say` reports each step.
@@ -189,9 +191,19 @@ pub fn run(m: &Measure<'_>, data: &Path, q: &Query<'_>, say: &dyn Fn(String)) ->
     let before_dir = if i == 0 { good_dir } else { measure(&before)?.1 };
     let file = format!("{}.dhat.json", cell.id);
     let (ta, tb) = (before_dir.join("traces").join(&file), new_dir.join("traces").join(&file));
-    let sites = match (Trace::load(&ta), Trace::load(&tb)) {
-        (Ok(a), Ok(b)) => Some(trace::render_diff(&a, &b, &trace::diff(&a, &b), 12)),
-        _ => None,
+    let (sites, flame) = match (Trace::load(&ta), Trace::load(&tb)) {
+        (Ok(a), Ok(b)) => {
+            // The differential flame graph beside the new commit's trace; a
+            // browser shows a frame's exact before → after on hover.
+            let svg = trace::diff_flame::svg(
+                &trace::diff_flame::tree(&a, &b),
+                &format!("{}: {} (A) against {} (B)", cell.id, before.short(), commit.short()),
+            );
+            let path = new_dir.join("traces").join(format!("{}.diff-flame.svg", cell.id));
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+            (Some(trace::render_diff(&a, &b, &trace::diff(&a, &b), 12)), Some(path))
+        }
+        _ => (None, None),
     };
     Ok(Found {
         commit,
@@ -202,6 +214,7 @@ pub fn run(m: &Measure<'_>, data: &Path, q: &Query<'_>, say: &dyn Fn(String)) ->
         probed: probed.iter().map(|&i| range[i].clone()).collect(),
         reused: reused.get(),
         sites,
+        flame,
     })
 }
 

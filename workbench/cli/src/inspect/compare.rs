@@ -156,6 +156,8 @@ pub struct Comparison {
     pub times: Vec<TimeRow>,
     /// Per changed cell with traces in both runs: the sites that moved.
     pub sites: BTreeMap<String, Vec<trace::Delta>>,
+    /// Those cells' traces (A, B), for the differential flame graph.
+    pub traces: BTreeMap<String, (Trace, Trace)>,
     /// Notes on what could not be compared.
     pub notes: Vec<String>,
 }
@@ -223,6 +225,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
         notes.push(format!("{} is only in B", key.label));
     }
     let mut sites = BTreeMap::new();
+    let mut traces = BTreeMap::new();
     for row in counts.iter().filter(|r| r.changed()) {
         if sites.contains_key(&row.cell) {
             continue;
@@ -235,6 +238,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
         match (Trace::load(&pa), Trace::load(&pb)) {
             (Ok(ta), Ok(tb)) => {
                 sites.insert(row.cell.clone(), trace::diff(&ta, &tb));
+                traces.insert(row.cell.clone(), (ta, tb));
             }
             (Err(e), _) | (_, Err(e)) => notes.push(format!("no site diff for {}: {e}", row.cell)),
         }
@@ -247,6 +251,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
         counts,
         times,
         sites,
+        traces,
         notes,
     })
 }

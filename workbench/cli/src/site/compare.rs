@@ -1,12 +1,13 @@
 //! Two runs of one dataset side by side, as `workbench compare` computes
 //! them: every exact count, a changed one highlighted with the allocation
-//! sites that moved; every timing with its median and 95% interval, a
+//! sites that moved and their differential flame graph; every timing with its median and 95% interval, a
 //! change highlighted only when Mann–Whitney U calls it significant.
 
 use super::page::{self, esc};
 use super::Pages;
 use crate::data::dataset::Run;
 use crate::inspect::compare::{self, ci, num, num_signed, Comparison};
+use crate::inspect::trace::diff_flame;
 use anyhow::Result;
 
 /// The significance level of the site's comparisons (`workbench compare`'s default).
@@ -79,6 +80,13 @@ pub fn html(c: &Comparison) -> String {
             s += "<p>None: the traces' sites are equal (the change is outside the traced window).</p>\n";
         } else {
             s += &page::table(&format!("sites-{cell}"), &["bytes (B − A)", "blocks (B − A)", "side", "where"], &rows);
+            if let Some((ta, tb)) = c.traces.get(cell) {
+                s += &format!(
+                    "<p>{}</p>\n<div class=\"diff-flame\">{}</div>\n",
+                    esc(diff_flame::LEGEND),
+                    diff_flame::svg(&diff_flame::tree(ta, tb), &format!("{cell}: A (before) against B (after)"))
+                );
+            }
         }
     }
     s += &format!(

@@ -107,6 +107,16 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
         body += &page::table("traces", &["cell", "bytes", "blocks", "sites", "operations"], &trace_rows);
     }
 
+    let versus = super::versus::write(site, &dir, run_dir)?;
+    if !versus.is_empty() {
+        body += "<h2 id=\"versus\">Idiom against plain use</h2>\n<p>Each idiom's trace against its plain codec's at \
+                 the same payload, as a differential allocation flame graph.</p>\n<ul>\n";
+        for (href, text) in &versus {
+            body += &format!("<li>{}</li>\n", link(href, text));
+        }
+        body += "</ul>\n";
+    }
+
     // Every run at this scale, each against the one before it.
     let all = dataset::runs(&site.data, name, scale)?;
     let mut compares = Vec::new();

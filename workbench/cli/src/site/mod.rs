@@ -12,6 +12,7 @@
 //!                                       runs, files, manifest and spec, claims on this dataset
 //! report/<scale>/<dataset>/compare-<run>.html  a run against the one before it
 //! report/<scale>/<dataset>/traces/<cell>.html   top sites, flame graph (<cell>.flame.svg)
+//! report/<scale>/<dataset>/versus/<idiom>-p<N>.html  an idiom against its plain codec: differential flame graph
 //! report/history/<dataset>-<scale>.html every metric of every cell against commits
 //! report/gate.html                      the allocation gate's determinism map and baseline
 //! ```
@@ -23,7 +24,7 @@
 //! - [`experiment`]: a dataset's page; [`traces`]: a trace's page;
 //!   [`compare`]: two runs; [`history`]: runs across commits
 //!   (`workbench history`, `workbench bisect`); [`gate`]: the allocation
-//!   gate's determinism map.
+//!   gate's determinism map; [`versus`]: an idiom against its plain codec.
 
 pub mod compare;
 pub mod experiment;
@@ -31,6 +32,7 @@ pub mod gate;
 pub mod history;
 pub mod page;
 pub mod traces;
+pub mod versus;
 
 use crate::data::dataset::Run;
 use crate::report::{self, Report};

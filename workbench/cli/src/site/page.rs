@@ -101,6 +101,8 @@ dl.facts { display: grid; grid-template-columns: max-content auto; gap: .2em 1em
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 pre { background: #f7f7f7; padding: .6em; overflow: auto; font-size: 12px; max-height: 30em; }
 iframe.flame { width: 100%; height: 640px; border: 1px solid #ddd; }
+div.diff-flame { overflow-x: auto; border: 1px solid #ddd; }
+rect.delta:hover { stroke: #000; stroke-width: 1; }
 #tip { position: fixed; pointer-events: none; background: #222; color: #fff; padding: .25em .5em; border-radius: 3px; font-size: 12px; display: none; z-index: 10; }
 footer { margin-top: 3em; font-size: 12px; color: #777; }
 .frames { font-family: ui-monospace, monospace; font-size: 12px; text-align: left; }
@@ -142,7 +144,7 @@ document.addEventListener("DOMContentLoaded", function () {
   const tip = document.createElement("div");
   tip.id = "tip";
   document.body.appendChild(tip);
-  for (const p of document.querySelectorAll("circle.point")) {
+  for (const p of document.querySelectorAll("circle.point, rect.delta")) {
     p.addEventListener("mouseover", function (e) {
       const t = p.querySelector("title");
       tip.textContent = t ? t.textContent : "";

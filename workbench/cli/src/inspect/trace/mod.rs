@@ -27,11 +27,13 @@
 //!   ([`Side`]) a stack ran on;
 //! - [`site`]: a site's stack normalised (both ends folded) and sites merged;
 //! - [`tree`]: the allocation tree by caller, folded stacks, the flame graph;
-//! - [`diff`]: per-site deltas between two traces;
+//! - [`diff`]: per-site deltas between two traces; [`diff_flame`]: the
+//!   differential allocation flame graph of two traces;
 //! - [`render`]: the text of `trace top` and `trace diff`;
 //! - [`pprof`]: a trace as pprof's `profile.proto` (`trace export`).
 
 pub mod diff;
+pub mod diff_flame;
 pub mod frame;
 pub mod pprof;
 pub mod render;

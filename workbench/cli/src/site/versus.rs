@@ -1,0 +1,91 @@
+//! A codec's idiom against its plain use at the same workload (protobuf
+//! against protobuf-reuse, capnp against capnp-scratch, json-rpc against
+//! json-rpc-borrowed, …; pairs from [`probe::registry::Codec::base`]): the
+//! differential allocation flame graph of their traces and the sites that
+//! differ, one page per pair and payload.
+
+use super::page::{self, esc};
+use super::Pages;
+use crate::inspect::trace::{self, diff_flame, Trace};
+use anyhow::Result;
+use probe::registry::Codec;
+use std::path::Path;
+
+/// Sites listed under the graph.
+const SITES: usize = 15;
+
+/// The trace of `codec` at `payload` in `run_dir` (first repetition).
+fn trace_path(run_dir: &Path, codec: &str, payload: &str) -> std::path::PathBuf {
+    run_dir.join("traces").join(format!("{codec}-p{payload}-dhat-r0.dhat.json"))
+}
+
+/// Writes a page for every idiom whose plain codec has a trace at the same
+/// payload; returns (href from the dataset's page, link text).
+pub fn write(site: &Pages, dataset_dir: &str, run_dir: &Path) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if !run_dir.join("traces").is_dir() {
+        return Ok(out);
+    }
+    for path in trace::traces_in(run_dir)? {
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let Some(cell) = name.strip_suffix("-dhat-r0.dhat.json") else { continue };
+        let Some((codec, payload)) = cell.rsplit_once("-p") else { continue };
+        let Some(base) = Codec::find(codec).and_then(Codec::base) else { continue };
+        let base_path = trace_path(run_dir, base.name(), payload);
+        if !base_path.exists() {
+            continue;
+        }
+        let (a, b) = (Trace::load(&base_path)?, Trace::load(&path)?);
+        let rel = format!("{dataset_dir}/versus/{codec}-p{payload}.html");
+        let title = format!("{} against {codec}, {payload} B payload", base.name());
+        let label = format!("A: {} · B: {codec} · payload {payload} B", base.name());
+        let mut body = page::facts(&[
+            (
+                "A",
+                format!(
+                    "{} (<code>{}</code>)",
+                    esc(base.label()),
+                    esc(&base_path.file_name().unwrap_or_default().to_string_lossy())
+                ),
+            ),
+            ("B", format!("{} (<code>{}</code>)", esc(Codec::find(codec).map_or(codec, |c| c.label())), esc(&name))),
+            (
+                "totals",
+                format!(
+                    "bytes {} → {}, blocks {} → {} (whole process, the same messages and warm-up)",
+                    crate::fmt::thousands(a.total_bytes()),
+                    crate::fmt::thousands(b.total_bytes()),
+                    crate::fmt::thousands(a.total_blocks()),
+                    crate::fmt::thousands(b.total_blocks())
+                ),
+            ),
+        ]);
+        body += &format!(
+            "<h2 id=\"flame\">Differential allocation flame graph</h2>\n<p>{}</p>\n<div class=\"diff-flame\">{}</div>\n",
+            esc(diff_flame::LEGEND),
+            diff_flame::svg(&diff_flame::tree(&a, &b), &label)
+        );
+        let rows: Vec<(String, Vec<String>)> = trace::diff(&a, &b)
+            .iter()
+            .take(SITES)
+            .map(|d| {
+                let frames: Vec<String> = d.site.meeting().iter().map(|f| esc(&f.display())).collect();
+                (
+                    String::new(),
+                    vec![
+                        format!("{:+}", d.bytes()),
+                        format!("{:+}", d.blocks()),
+                        d.site.side.map_or("?", |x| x.name()).into(),
+                        format!("<div class=\"frames\">{}</div>", frames.join("<br>")),
+                    ],
+                )
+            })
+            .collect();
+        body += "<h2 id=\"sites\">Sites that differ</h2>\n";
+        body += &page::table("sites", &["bytes (B − A)", "blocks (B − A)", "side", "where"], &rows);
+        let crumbs = [("../index.html#versus".to_string(), dataset_dir.replace('/', " · "))];
+        site.write(&rel, &page::page(&title, "../../../", &crumbs, &body))?;
+        out.push((format!("versus/{codec}-p{payload}.html"), title));
+    }
+    Ok(out)
+}
