@@ -27,13 +27,13 @@
 //!   target binary per variant, provenance (clean tree, lock, load).
 //! - [`report`]: one report per registered dataset (its table and figure),
 //!   the table and figure kits, and writing them all.
-//! - [`paper`]: the paper's macros and PDF build; [`paper::claims`], the
-//!   source papers' claims against ours.
 //! - [`inspect`]: dhat trace review and benchstat-style run comparison.
 //! - [`gate`]: the allocation gate: a small dhat suite's exact counts
 //!   against the committed baseline (`experiments/gate/`), the bless, and
 //!   the determinism map (which counts repeat exactly) that the paper and
 //!   the site print.
+//! - [`paper`]: the paper's macros and PDF build; [`paper::claims`], the
+//!   source papers' claims against ours.
 //! - [`history`]: a spec run at every commit of a range (a git worktree,
 //!   the runner), and bisection of an exact count.
 //! - [`site`]: the browsable report (`report/`): every experiment, trace,

@@ -587,6 +587,31 @@ mod tests {
         CellId { dataset: "alloc-profile".into(), unit: "zap-p0".into() }
     }
 
+    /// Every codec, every transport stack but the raw-TCP floor (it
+    /// decodes nothing), and each workload query on its own.
+    #[test]
+    fn the_suite_covers_every_codec_transport_and_query() {
+        use probe::registry::{Codec, Transport};
+        let cells = suite(&crate::default_root()).unwrap();
+        let units = |d: &str| -> Vec<String> {
+            cells.iter().filter(|c| c.id.dataset == d).map(|c| c.id.unit.clone()).collect()
+        };
+        let (profile, transport) = (units("alloc-profile"), units("transport-alloc"));
+        for c in Codec::ALL {
+            assert!(profile.contains(&format!("{}-p0", c.name())), "alloc-profile gates no {}", c.name());
+        }
+        for t in Transport::ALL.iter().filter(|t| **t != Transport::RawTcp) {
+            assert!(transport.contains(&format!("{}-p0", t.name())), "transport-alloc gates no {}", t.name());
+        }
+        let server = cells.iter().find(|c| c.id.dataset == "server-heap-growth").expect("a server cell");
+        let workloads = server.planned.cell["params"]["workloads"].as_array().unwrap().clone();
+        for (q, _) in server::workload::QUERIES {
+            assert!(workloads.iter().any(|w| w == q), "the server's gate cell does not run {q} alone");
+        }
+        // Every cell is counted by the dhat build.
+        assert!(cells.iter().all(|c| c.planned.variant == "dhat"));
+    }
+
     #[test]
     fn any_change_fails_and_names_the_site() {
         let base = combine(Header::default(), &[BTreeMap::from([(id(), run(100, 100))])]);
