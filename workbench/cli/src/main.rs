@@ -668,7 +668,7 @@ fn review(cmd: TraceCmd) -> Result<()> {
 }
 
 fn report(root: &Path, data: &Path, scale: Scale) -> Result<()> {
-    let analysis = report::analyse(data, scale)?;
+    let analysis = report::analyse(root, data, scale)?;
     let mut written = analysis.write_tables(root)?;
     written.extend(analysis.write_figures(root)?);
     for t in &analysis.tables {
@@ -684,12 +684,13 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
     let mut analyses = Vec::new();
     let mut written = Vec::new();
     for scale in Scale::ALL {
-        let a = report::analyse(data, scale)?;
+        let a = report::analyse(root, data, scale)?;
         written.extend(a.write_tables(root)?);
         written.extend(a.write_figures(root)?);
         analyses.push(a);
     }
     written.push(workbench::paper::write_macros_of(root, data, workbench::paper::chosen_of(&analyses))?);
+    written.extend(workbench::paper::write_provenance_of(root, &analyses)?);
     written.extend(workbench::paper::write_determinism(root)?);
     let (audit, claims) = workbench::paper::claims::write(root, data)?;
     written.extend(claims);
@@ -725,7 +726,10 @@ fn list(root: &Path, data: &Path) -> Result<()> {
 
 /// `workbench paper`: the macros and the claims audit from data/, then the PDF.
 fn paper(root: &Path, data: &Path) -> Result<()> {
-    let mut written = vec![workbench::paper::write_macros(root, data)?];
+    let analyses: Vec<report::Analysis> =
+        Scale::ALL.iter().map(|&s| report::analyse(root, data, s)).collect::<Result<_>>()?;
+    let mut written = vec![workbench::paper::write_macros_of(root, data, workbench::paper::chosen_of(&analyses))?];
+    written.extend(workbench::paper::write_provenance_of(root, &analyses)?);
     written.extend(workbench::paper::write_determinism(root)?);
     written.extend(workbench::paper::claims::write(root, data)?.1);
     print_written(root, &written);

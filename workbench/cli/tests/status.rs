@@ -46,6 +46,7 @@ fn plant(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fingerp
     let run = data.join(dataset).join("quick-20990101T000000Z");
     std::fs::create_dir_all(&run).unwrap();
     std::fs::write(run.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    std::fs::copy(committed.join("records.parquet"), run.join("records.parquet")).unwrap();
 }
 
 fn verdict(wt: &Path, data: &Path, dataset: &str) -> Freshness {
@@ -101,6 +102,14 @@ fn status_follows_exactly_the_measured_inputs() {
         Freshness::Stale(vec![(format!("src:{json}"), "uncommitted".into())])
     );
     assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
+    // What a reader is shown: the stale table's caption and its claims say
+    // so first; the fresh one's say nothing.
+    let a = workbench::report::analyse(&wt, &data, Scale::Quick).unwrap();
+    let caption = |name: &str| a.tables.iter().find(|t| t.name == name).unwrap().caption.clone();
+    let stale = caption("heap-growth");
+    assert!(stale.starts_with("STALE: ") && stale.contains(&format!("src:{json}")), "{stale}");
+    assert!(!caption("throughput").contains("STALE"), "{}", caption("throughput"));
+    assert!(caption("transport-alloc").starts_with("STALE: "), "a run without a fingerprint is stale to a reader");
     // `status --check` fails, naming it.
     let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
         .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])

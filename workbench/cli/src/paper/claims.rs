@@ -133,6 +133,19 @@ pub struct ClaimResult {
     /// Which dataset (and scale) ours came from, and any rescaling.
     pub basis: String,
     pub verdict: Verdict,
+    /// Said beside the verdict when ours comes from a dataset that is not
+    /// fresh ([`crate::run::fingerprint::shown`]).
+    pub stale: Option<String>,
+}
+
+impl ClaimResult {
+    /// The verdict's label, with the staleness of its data.
+    pub fn verdict_label(&self) -> String {
+        match &self.stale {
+            Some(s) => format!("{} ({s})", self.verdict.label()),
+            None => self.verdict.label().to_string(),
+        }
+    }
 }
 
 impl ClaimResult {
@@ -155,7 +168,7 @@ impl ClaimResult {
             format!("{} {}", num(self.spec.value), self.spec.unit),
             ours,
             ratio,
-            format!("{}{why}", self.verdict.label()),
+            format!("{}{why}", self.verdict_label()),
         ]
     }
 
@@ -192,8 +205,10 @@ pub fn load(path: &Path) -> Result<Claims> {
 }
 
 /// Computes every verdict and check against the datasets under `data`.
-pub fn audit(claims: &Claims, data: &Path) -> Result<Audit> {
+/// A verdict on a dataset that is not fresh against the tree at `root` says so.
+pub fn audit(claims: &Claims, root: &Path, data: &Path) -> Result<Audit> {
     let mut runs: BTreeMap<String, Option<Run>> = BTreeMap::new();
+    let mut stale_of: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut out = Vec::new();
     for c in &claims.claims {
         let (ours, basis, verdict) = match (&c.ours, &c.not_comparable) {
@@ -215,7 +230,21 @@ pub fn audit(claims: &Claims, data: &Path) -> Result<Audit> {
                 }
             },
         };
-        out.push(ClaimResult { spec: c.clone(), ours, basis, verdict });
+        let stale = match (&c.ours, ours) {
+            (Some(o), Some(_)) => match stale_of.get(&o.experiment) {
+                Some(s) => s.clone(),
+                None => {
+                    let run = runs.get(&o.experiment).and_then(|r| r.as_ref()).expect("evaluated above");
+                    let shown = crate::run::fingerprint::shown(root, &run.manifest)?;
+                    let rev: String = run.manifest.git_revision.chars().take(7).collect();
+                    let s = (!shown.is_fresh()).then(|| format!("on stale data, measured at {rev}"));
+                    stale_of.insert(o.experiment.clone(), s.clone());
+                    s
+                }
+            },
+            _ => None,
+        };
+        out.push(ClaimResult { spec: c.clone(), ours, basis, verdict, stale });
     }
     let checks = claims.checks.iter().map(check).collect();
     Ok(Audit { claims: out, checks })
@@ -358,7 +387,7 @@ impl Audit {
                 tex_escape(&format!("{} {}", num(c.spec.value), c.spec.unit)),
                 tex_escape(&ours),
                 tex_escape(&ratio),
-                tex_escape(c.verdict.label()),
+                tex_escape(&c.verdict_label()),
                 tex_escape(&why)
             );
         }
@@ -397,7 +426,7 @@ impl Audit {
 /// Writes `paper/generated/claims.{md,tex}`; the audit and the paths.
 pub fn write(root: &Path, data: &Path) -> Result<(Audit, Vec<std::path::PathBuf>)> {
     let claims = load(&root.join("paper/claims.toml"))?;
-    let a = audit(&claims, data)?;
+    let a = audit(&claims, root, data)?;
     let dir = root.join("paper/generated");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
@@ -412,7 +441,7 @@ pub fn write(root: &Path, data: &Path) -> Result<(Audit, Vec<std::path::PathBuf>
 /// A longtable's opening: the caption and label on its first page only
 /// (`\\endfirsthead`), a "(continued)" caption without a label on the pages
 /// after (`\\endhead`), so that the label is defined once.
-fn longtable_head(columns: &str, caption: &str, label: &str, heads: &[&str]) -> String {
+pub(crate) fn longtable_head(columns: &str, caption: &str, label: &str, heads: &[&str]) -> String {
     let row = heads.iter().map(|h| format!("\\textbf{{{h}}}")).collect::<Vec<_>>().join(" & ");
     let head = format!("\\toprule\n{row} \\\\\n\\midrule\n");
     format!(

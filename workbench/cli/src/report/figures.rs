@@ -99,8 +99,12 @@ where
     let legend_w = px((40.0 + 7.5 * longest).clamp(100.0, 360.0));
     let (plot, legend) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
     let mut builder = ChartBuilder::on(&plot);
+    let title = MARK.with(|m| match &*m.borrow() {
+        Some(mark) => format!("{} — {mark}", c.title),
+        None => c.title.clone(),
+    });
     builder
-        .caption(&c.title, ("sans-serif", px(20.0)))
+        .caption(&title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
         .margin_right(px(16.0))
         .x_label_area_size(px(45.0))
@@ -213,6 +217,20 @@ pub fn xml_escape(s: &str) -> String {
         }
     }
     o
+}
+
+thread_local! {
+    /// What every chart drawn inside [`marked`] adds to its title.
+    static MARK: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `draw` with every chart's title followed by `mark` (a stale
+/// dataset's figures say so in their titles, whatever report draws them).
+pub(crate) fn marked<R>(mark: Option<&str>, draw: impl FnOnce() -> R) -> R {
+    MARK.with(|m| *m.borrow_mut() = mark.map(String::from));
+    let out = draw();
+    MARK.with(|m| *m.borrow_mut() = None);
+    out
 }
 
 /// Draws `name.svg` (1100×560: the plot and the legend's column) and

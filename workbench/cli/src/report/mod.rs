@@ -23,6 +23,7 @@
 //!   (summaries, cells, rendering); drawing in [`crate::report::figures`].
 
 use crate::data::dataset::{self, Run};
+use crate::run::fingerprint::{self, Shown};
 use crate::spec::Scale;
 use anyhow::{Context, Result};
 use probe::registry::Experiment;
@@ -119,18 +120,29 @@ pub struct Analysis {
     /// Per report with a dataset: the report, the run's directory, the run.
     runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)>,
     pub tables: Vec<Table>,
+    /// Per run directory: whether the code would still measure it the same
+    /// ([`fingerprint::shown`]), told wherever its numbers are shown.
+    shown: std::collections::BTreeMap<PathBuf, Shown>,
 }
 
 /// Loads the newest run of each report's dataset at `scale` and computes
-/// every table.
-pub fn analyse(data: &Path, scale: Scale) -> Result<Analysis> {
+/// every table. Each table's caption ends with where its numbers come from
+/// (revision, date, machine: its own dataset's) and, when the dataset is
+/// not fresh against the tree at `root`, starts by saying so.
+pub fn analyse(root: &Path, data: &Path, scale: Scale) -> Result<Analysis> {
     let mut runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)> = Vec::new();
+    let mut shown = std::collections::BTreeMap::new();
     for r in REPORTS {
         let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? else { continue };
         let run = match runs.iter().find(|(_, d, _)| *d == dir) {
             Some((_, _, run)) => run.clone(),
             None => std::rc::Rc::new(dataset::load_run(&dir)?),
         };
+        if !shown.contains_key(&dir) {
+            let s =
+                fingerprint::shown(root, &run.manifest).with_context(|| format!("freshness of {}", dir.display()))?;
+            shown.insert(dir.clone(), s);
+        }
         runs.push((r, dir, run));
     }
     let mut tables = Vec::new();
@@ -143,13 +155,30 @@ pub fn analyse(data: &Path, scale: Scale) -> Result<Analysis> {
             t.caption.push_str(tables::IDIOMS);
         }
     }
-    for ((_, _, run), t) in runs.iter().zip(tables.iter_mut()) {
+    for ((_, dir, run), t) in runs.iter().zip(tables.iter_mut()) {
         if let Some(note) = nodes_note(&run.manifest) {
             t.caption.push(' ');
             t.caption.push_str(&note);
         }
+        t.caption.push(' ');
+        t.caption.push_str(&measured_on(&run.manifest));
+        if let Some(note) = shown[dir].note(&run.manifest) {
+            t.caption = format!("{note} {}", t.caption);
+        }
     }
-    Ok(Analysis { scale, runs, tables })
+    Ok(Analysis { scale, runs, tables, shown })
+}
+
+/// Where a dataset's numbers come from, in its own manifest's words.
+pub fn measured_on(m: &crate::data::manifest::Manifest) -> String {
+    let rev: String = m.git_revision.chars().take(7).collect();
+    format!(
+        "Measured at {rev}{} on {}, {} ({} cores).",
+        if m.git_dirty { " (dirty tree)" } else { "" },
+        m.date.get(..10).unwrap_or(&m.date),
+        m.cpu_model,
+        m.cores
+    )
 }
 
 /// For a dataset whose cells ran as Slurm tasks: which nodes, with how many
@@ -174,14 +203,19 @@ fn nodes_note(m: &crate::data::manifest::Manifest) -> Option<String> {
 }
 
 /// Every table at `scale` ([`analyse`]).
-pub fn compute_tables(data: &Path, scale: Scale) -> Result<Vec<Table>> {
-    Ok(analyse(data, scale)?.tables)
+pub fn compute_tables(root: &Path, data: &Path, scale: Scale) -> Result<Vec<Table>> {
+    Ok(analyse(root, data, scale)?.tables)
 }
 
 impl Analysis {
     /// Each report that found a dataset: the report, its run's directory and the run.
     pub fn runs(&self) -> impl Iterator<Item = (&'static Report, &Path, &Run)> {
         self.runs.iter().map(|(r, d, run)| (*r, d.as_path(), run.as_ref()))
+    }
+
+    /// The freshness of the run in `dir` (one of [`Analysis::runs`]).
+    pub fn shown(&self, dir: &Path) -> Option<&Shown> {
+        self.shown.get(dir)
     }
 
     /// Writes every table to `paper/generated/[<scale>/]<name>.{tex,md,json}` and
@@ -221,7 +255,13 @@ impl Analysis {
         let mut written = Vec::new();
         for (r, run_dir, run) in &self.runs {
             let Some(draw) = r.figure else { continue };
-            written.extend(draw(&dir, run).with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?);
+            let stale = !self.shown[run_dir].is_fresh();
+            let rev: String = run.manifest.git_revision.chars().take(7).collect();
+            let mark = stale.then(|| format!("STALE data (measured at {rev})"));
+            written.extend(
+                figures::marked(mark.as_deref(), || draw(&dir, run))
+                    .with_context(|| format!("figure {} from {}", r.name, run_dir.display()))?,
+            );
         }
         Ok(written)
     }
@@ -229,14 +269,14 @@ impl Analysis {
 
 /// [`Analysis::write_tables`] of a fresh pass; the tables and the paths written.
 pub fn write_tables(root: &Path, data: &Path, scale: Scale) -> Result<(Vec<Table>, Vec<PathBuf>)> {
-    let a = analyse(data, scale)?;
+    let a = analyse(root, data, scale)?;
     let written = a.write_tables(root)?;
     Ok((a.tables, written))
 }
 
 /// [`Analysis::write_figures`] of a fresh pass; the files written.
 pub fn write_figures(root: &Path, data: &Path, scale: Scale) -> Result<Vec<PathBuf>> {
-    analyse(data, scale)?.write_figures(root)
+    analyse(root, data, scale)?.write_figures(root)
 }
 
 /// A ratio across repetitions: its median and, when it had more than one

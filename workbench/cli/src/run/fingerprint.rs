@@ -404,6 +404,87 @@ pub fn freshness(
     Ok(if changed.is_empty() { Freshness::Fresh } else { Freshness::Stale(changed) })
 }
 
+/// What a reader is told about a dataset beside its numbers (a table's
+/// caption, a figure's title, a claim's verdict, the report site, the
+/// paper's provenance table): its freshness judged from the repository
+/// alone, i.e. the sources, the lock file, the spec, the scripts and the
+/// variants' definitions as this tree holds them. The machine's own inputs
+/// (rustc, a peer's binary outside the tree) are left to `workbench
+/// status`: the committed tables must read the same on every machine that
+/// checks them out, and the test command regenerates them on another one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shown {
+    Fresh,
+    /// The inputs that changed, of how many the dataset was measured from.
+    Stale {
+        changed: Vec<String>,
+        of: usize,
+    },
+    /// No fingerprint, or the spec it ran is gone: stale to a reader.
+    Unknown(String),
+}
+
+impl Shown {
+    pub fn is_fresh(&self) -> bool {
+        *self == Shown::Fresh
+    }
+
+    /// One word: fresh, stale or unknown.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Shown::Fresh => "fresh",
+            Shown::Stale { .. } => "stale",
+            Shown::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why, in a clause (empty when fresh).
+    pub fn why(&self) -> String {
+        match self {
+            Shown::Fresh => String::new(),
+            Shown::Unknown(why) => why.clone(),
+            Shown::Stale { changed, of } => {
+                let first = changed.first().map_or(String::new(), |k| format!(", {k} among them"));
+                format!("{} of the {of} inputs it was measured from changed since{first}", changed.len())
+            }
+        }
+    }
+
+    /// The sentence that goes with its numbers; `None` when fresh.
+    pub fn note(&self, m: &crate::data::manifest::Manifest) -> Option<String> {
+        let rev: String = m.git_revision.chars().take(7).collect();
+        match self {
+            Shown::Fresh => None,
+            _ => Some(format!(
+                "STALE: measured at {rev}, and {}; the code would not necessarily measure the same now \
+                 (`workbench status` names each input and the commit that changed it).",
+                self.why()
+            )),
+        }
+    }
+}
+
+/// [`Shown`] of the run whose manifest is `m`.
+pub fn shown(root: &Path, m: &crate::data::manifest::Manifest) -> Result<Shown> {
+    let Some(then) = &m.fingerprint else {
+        return Ok(Shown::Unknown("no fingerprint was kept then".into()));
+    };
+    if then.inputs.keys().any(|k| k.starts_with("dep-info:")) {
+        return Ok(Shown::Unknown("its sources were not recorded".into()));
+    }
+    let spec_path = root.join(&m.spec_path);
+    let Ok(spec) = Spec::load(&spec_path) else {
+        return Ok(Shown::Unknown(format!("its spec {} no longer loads", m.spec_path)));
+    };
+    // The machine's inputs are not judged here (see [`Shown`]).
+    let machine = |k: &str| k == "rustc" || k.strip_prefix("file:").is_some_and(|p| Path::new(p).is_absolute());
+    let mut then = then.clone();
+    then.inputs.retain(|k, _| !machine(k));
+    let now = now(root, &then, &spec, m.scale, "")?;
+    let changed: Vec<String> = changed(&then, &now).into_iter().filter(|k| !machine(k)).collect();
+    Ok(if changed.is_empty() { Shown::Fresh } else { Shown::Stale { changed, of: then.inputs.len() } })
+}
+
 /// One dataset at one scale, as `workbench status` shows it.
 pub struct Entry {
     pub dataset: String,

@@ -37,15 +37,25 @@ pub struct Dataset<'a> {
     /// Where this pass already drew the reports' figures (`workbench
     /// render`): copied from there, not drawn again.
     pub drawn: Option<&'a Path>,
+    /// Whether the code would still measure it the same.
+    pub shown: Option<&'a crate::run::fingerprint::Shown>,
 }
 
 pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
-    let Dataset { scale, name, reports, tables, run_dir, run, claims, drawn } = *d;
+    let Dataset { scale, name, reports, tables, run_dir, run, claims, drawn, shown } = *d;
     let dir = dataset_dir(scale, name);
     let rel = format!("{dir}/index.html");
     let m = &run.manifest;
     let mut body = format!("<p>{}</p>\n", esc(&m.spec.description));
-    body += &page::facts(&facts(site, &rel, run_dir, run));
+    if let Some(note) = shown.and_then(|s| s.note(&run.manifest)) {
+        body += &format!("<p class=\"stale\"><strong>{}</strong></p>\n", esc(&note));
+    }
+    let mut fs = facts(site, &rel, run_dir, run);
+    if let Some(s) = shown {
+        let word = if s.is_fresh() { "fresh: the code at this tree would measure the same" } else { s.word() };
+        fs.insert(1, ("freshness", esc(word)));
+    }
+    body += &page::facts(&fs);
 
     // Figures: the ones this pass drew, or drawn for this page by the
     // reports' own functions.

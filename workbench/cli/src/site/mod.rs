@@ -110,12 +110,12 @@ pub fn dataset_dir(scale: Scale, dataset: &str) -> String {
 /// Writes the whole site to `out` (default `<root>/report`).
 pub fn write(root: &Path, data: &Path, out: &Path, progress: &dyn Fn(&str)) -> Result<Written> {
     let audit = crate::paper::claims::load(&root.join("paper/claims.toml"))
-        .and_then(|c| crate::paper::claims::audit(&c, data))
+        .and_then(|c| crate::paper::claims::audit(&c, root, data))
         .context("the claims audit (paper/claims.toml)")?;
     let mut analyses = Vec::new();
     for scale in Scale::ALL {
         progress(&format!("{scale}: loading the newest runs"));
-        analyses.push(report::analyse(data, scale)?);
+        analyses.push(report::analyse(root, data, scale)?);
     }
     write_of(root, data, out, &analyses, &audit, false, progress)
 }
@@ -176,12 +176,13 @@ pub fn write_of(
                 run,
                 claims: &claims,
                 drawn: drawn.as_deref(),
+                shown: analysis.shown(dir),
             };
             let e = experiment::write(&site, &page)?;
             w.experiments += 1;
             w.traces += e.traces;
             w.compares += e.compares;
-            rows.push(index_row(scale, name, run, &e));
+            rows.push(index_row(scale, name, run, &e, analysis.shown(dir)));
         }
         scales += &format!("<h2 id=\"{scale}\">{scale} scale</h2>\n");
         scales += &page::table(
@@ -192,6 +193,7 @@ pub fn write_of(
                 "newest run",
                 "revision",
                 "tree",
+                "fresh",
                 "date",
                 "machine",
                 "records",
@@ -235,8 +237,21 @@ pub fn write_of(
     Ok(w)
 }
 
-fn index_row(scale: Scale, name: &str, run: &Run, e: &experiment::Written) -> (String, Vec<String>) {
+fn index_row(
+    scale: Scale,
+    name: &str,
+    run: &Run,
+    e: &experiment::Written,
+    shown: Option<&crate::run::fingerprint::Shown>,
+) -> (String, Vec<String>) {
     let m = &run.manifest;
+    let fresh = shown.map_or("—".to_string(), |s| {
+        if s.is_fresh() {
+            "fresh".into()
+        } else {
+            format!("<strong>{}</strong>", s.word())
+        }
+    });
     let dir = dataset_dir(scale, name);
     let clean = if m.git_dirty { "dirty" } else { "clean" };
     let compare = e.newest_compare.as_ref().map_or("—".into(), |h| link(&format!("{dir}/{h}"), "newest vs previous"));
@@ -249,6 +264,7 @@ fn index_row(scale: Scale, name: &str, run: &Run, e: &experiment::Written) -> (S
             format!("<code>{}</code>", esc(&m.run_id)),
             format!("<code>{}</code>", esc(crate::inspect::compare::short_rev(&m.git_revision))),
             clean.into(),
+            fresh,
             esc(&m.date),
             esc(&format!("{} ({} cores)", m.cpu_model, m.cores)),
             crate::fmt::thousands(m.records as u64).to_string(),

@@ -102,6 +102,7 @@ dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 pre { background: #f7f7f7; padding: .6em; overflow: auto; font-size: 12px; max-height: 30em; }
 iframe.flame { width: 100%; height: 640px; border: 1px solid #ddd; }
 div.diff-flame { overflow-x: auto; border: 1px solid #ddd; }
+p.stale { background: #fde0dc; padding: .4em .6em; border-left: 4px solid #a01818; }
 rect.delta:hover { stroke: #000; stroke-width: 1; }
 #tip { position: fixed; pointer-events: none; background: #222; color: #fff; padding: .25em .5em; border-radius: 3px; font-size: 12px; display: none; z-index: 10; }
 footer { margin-top: 3em; font-size: 12px; color: #777; }
