@@ -85,6 +85,8 @@ fi
 # resolved them over the probe alone and recompiled its dependencies.
 step "probe tests, dhat build"
 cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides
+step "probe tests, events build"
+cargo test --release --workspace --features probe/events --test events_record
 step "probe tests, jemalloc build"
 cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"

@@ -265,6 +265,31 @@ enum TraceCmd {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
+    /// What is live at an operation of an events file (the `events`
+    /// build): the sites by live bytes, and a flame graph of them.
+    Live {
+        path: PathBuf,
+        /// An operation index, `peak` or `end`.
+        #[arg(long, default_value = "end")]
+        at: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Also write the flame graph of live bytes here (SVG).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// The heap over the operation index of an events file: its peak, each
+    /// site that grows after warm-up (slope, evidence; leaks flagged), and a
+    /// chart of live bytes per site.
+    Timeline {
+        path: PathBuf,
+        /// Operations before growth is judged (default: a tenth).
+        #[arg(long)]
+        warmup: Option<u64>,
+        /// Also draw live bytes over operations (total and top sites) here (SVG).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     /// The allocation tree by caller, and a flame graph SVG beside the trace.
     Tree {
         path: PathBuf,
@@ -629,6 +654,25 @@ fn review(cmd: TraceCmd) -> Result<()> {
             });
             trace::pprof::write(&t, &out)?;
             println!("wrote {} ({} sites)", out.display(), t.sites.len());
+        }
+        TraceCmd::Live { path, at, limit, svg } => {
+            let e = trace::events::Events::load(&path)?;
+            let at = trace::events::At::parse(&at)
+                .with_context(|| format!("--at {at:?}: an operation index, peak or end"))?;
+            print!("{}", trace::events::render_live(&e, at, limit));
+            if let Some(out) = svg {
+                trace::write_flamegraph(&e.live_trace(at), &out)?;
+                println!("wrote {}", out.display());
+            }
+        }
+        TraceCmd::Timeline { path, warmup, svg } => {
+            let e = trace::events::Events::load(&path)?;
+            let warmup = warmup.unwrap_or(e.operations() / 10);
+            print!("{}", trace::events::render_growth(&e, warmup));
+            if let Some(out) = svg {
+                trace::events::write_timeline(&e, &out)?;
+                println!("wrote {}", out.display());
+            }
         }
         TraceCmd::Tree { path, min_share, depth, svg } => {
             let t = trace::Trace::load(&path)?;

@@ -9,6 +9,7 @@
 //! |---|---|---|---|---|---|
 //! | `dhat` | exact, process-wide | exact, process-wide | exact / exact | yes | — |
 //! | `jemalloc` | — | this thread, usable size (size-class rounded) | `stats.allocated` / max over snapshots | yes | yes |
+//! | `events` | per site and operation | per site and operation | exact / exact | yes | — |
 //! | system (no feature) | — | — | — | yes | — |
 //!
 //! dhat counts every request exactly but serialises allocation behind a
@@ -30,13 +31,19 @@
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
+//! - [`operation`]: the measured loop's operation index; the `events` build
+//!   ([`events`], a variant beside dhat) records every allocation and free by
+//!   site against it, for heap timelines that repeat run to run.
 
 #[cfg(any(
     all(feature = "dhat", feature = "jemalloc"),
     all(feature = "dhat", feature = "jemalloc-plain"),
-    all(feature = "jemalloc", feature = "jemalloc-plain")
+    all(feature = "jemalloc", feature = "jemalloc-plain"),
+    all(feature = "events", any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain"))
 ))]
-compile_error!("features `dhat`, `jemalloc` and `jemalloc-plain` each install a global allocator; enable one");
+compile_error!(
+    "features `dhat`, `jemalloc`, `jemalloc-plain` and `events` each install a global allocator; enable one"
+);
 
 #[cfg(feature = "dhat")]
 #[global_allocator]
@@ -46,7 +53,13 @@ static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+#[cfg(feature = "events")]
+#[global_allocator]
+static ALLOC: events::Recorder<std::alloc::System> = events::Recorder(std::alloc::System);
+
 pub mod cell;
+#[cfg(feature = "events")]
+pub mod events;
 pub mod registry;
 pub mod rss;
 pub mod sides;
@@ -67,6 +80,8 @@ pub enum Variant {
     /// jemalloc without statistics: measures nothing beyond RSS, and is
     /// timed against the stats build to price the statistics.
     JemallocPlain,
+    /// Every allocation and free by site and operation index ([`events`]).
+    Events,
     System,
 }
 
@@ -76,6 +91,7 @@ impl Variant {
             Variant::Dhat => "dhat",
             Variant::Jemalloc => "jemalloc",
             Variant::JemallocPlain => "jemalloc-plain",
+            Variant::Events => "events",
             Variant::System => "system",
         }
     }
@@ -92,8 +108,29 @@ pub const VARIANT: Variant = Variant::Dhat;
 pub const VARIANT: Variant = Variant::Jemalloc;
 #[cfg(feature = "jemalloc-plain")]
 pub const VARIANT: Variant = Variant::JemallocPlain;
-#[cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain")))]
+#[cfg(feature = "events")]
+pub const VARIANT: Variant = Variant::Events;
+#[cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain", feature = "events")))]
 pub const VARIANT: Variant = Variant::System;
+
+/// Marks the start of operation `n` of the measured loop (message *n*,
+/// query *n*): the events build counts what follows for `n`, so that its
+/// timeline has the operation, not the clock, on its axis. Free elsewhere.
+#[inline]
+pub fn operation(n: u64) {
+    #[cfg(feature = "events")]
+    events::operation(n);
+    #[cfg(not(feature = "events"))]
+    let _ = n;
+}
+
+/// Marks the end of the measured loop's operations (the events build counts
+/// what follows as after them). Free elsewhere.
+#[inline]
+pub fn operations_done() {
+    #[cfg(feature = "events")]
+    events::operations_done();
+}
 
 /// Cumulative counters, cheap to read and allocation-free. Subtract two to
 /// measure an operation. `None` where the variant cannot say.
@@ -157,9 +194,23 @@ const TRACE_DEPTH: usize = 40;
 pub struct Probe {
     #[cfg(feature = "dhat")]
     _profiler: dhat::Profiler,
+    /// The events build's file, written when the probe drops.
+    #[cfg(feature = "events")]
+    events_file: Option<std::path::PathBuf>,
     /// jemalloc has no peak of its own: the highest `stats.allocated` seen.
     #[allow(dead_code)]
     peak_seen: std::cell::Cell<u64>,
+}
+
+#[cfg(feature = "events")]
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if let Some(path) = &self.events_file {
+            if let Err(e) = events::finish(path) {
+                eprintln!("probe: writing the events file {}: {e}", path.display());
+            }
+        }
+    }
 }
 
 impl Probe {
@@ -174,9 +225,13 @@ impl Probe {
         };
         #[cfg(not(feature = "dhat"))]
         let _ = trace;
+        #[cfg(feature = "events")]
+        events::start();
         Probe {
             #[cfg(feature = "dhat")]
             _profiler,
+            #[cfg(feature = "events")]
+            events_file: trace.map(Path::to_path_buf),
             peak_seen: std::cell::Cell::new(0),
         }
     }
@@ -201,7 +256,16 @@ impl Probe {
             let f = thread::deallocatedp::read().map(|p| p.get()).ok();
             Counters { allocs: None, bytes_allocated: a, bytes_freed: f }
         }
-        #[cfg(not(any(feature = "dhat", feature = "jemalloc")))]
+        #[cfg(feature = "events")]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            Counters {
+                allocs: Some(events::ALLOCS.load(Relaxed)),
+                bytes_allocated: Some(events::BYTES.load(Relaxed)),
+                bytes_freed: Some(events::FREED.load(Relaxed)),
+            }
+        }
+        #[cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "events")))]
         {
             Counters::default()
         }
@@ -232,6 +296,13 @@ impl Probe {
             snap.counters.bytes_freed = Some(s.total_bytes - s.curr_bytes as u64);
             snap.live_bytes = Some(s.curr_bytes as u64);
             snap.peak_live_bytes = Some(s.max_bytes as u64);
+        }
+        #[cfg(feature = "events")]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let (b, f) = (events::BYTES.load(Relaxed), events::FREED.load(Relaxed));
+            snap.live_bytes = Some(b - f);
+            snap.peak_live_bytes = Some(events::PEAK.load(Relaxed));
         }
         #[cfg(feature = "jemalloc")]
         {

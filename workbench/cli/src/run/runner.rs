@@ -541,8 +541,14 @@ fn add_cell(r: &mut Record, p: &Planned) {
 /// Spawns one cell's process and returns its records with the cell's fields added.
 pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
     let mut cell = p.cell.clone();
-    if p.variant == "dhat" {
-        cell["trace"] = Value::from(staging.join("traces").join(format!("{}.dhat.json", p.id)).display().to_string());
+    // The counting builds write their file where the cell says.
+    let trace = match p.variant.as_str() {
+        "dhat" => Some("dhat.json"),
+        "events" => Some("events.json"),
+        _ => None,
+    };
+    if let Some(ext) = trace {
+        cell["trace"] = Value::from(staging.join("traces").join(format!("{}.{ext}", p.id)).display().to_string());
     }
     // A server cell's scratch data (a loaded table) lives only as long as the cell.
     // NOTE: the pid zero-padded, so that the path's length (which the

@@ -52,6 +52,15 @@ pub const VARIANTS: &[Build] = &[
         pgo: false,
         bolt: false,
     },
+    Build {
+        name: "events",
+        features: &["events"],
+        allocator:
+            "probe::events (every allocation and free by site and operation index, over glibc malloc; 48 frames)",
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+    },
     Build { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
     // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
     Build { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
@@ -97,7 +106,7 @@ pub fn features(variant: &str) -> &'static [&'static str] {
 /// statistics), which costs time: `instrumentation-cost` measured jemalloc's
 /// statistics at up to ≈ 1.1× on allocation-heavy cells, dhat at up to 100×.
 pub fn counts_allocations(variant: &str) -> bool {
-    features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc")
+    features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc" || *f == "events")
 }
 
 /// The allocator a variant links.

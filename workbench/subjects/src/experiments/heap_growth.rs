@@ -58,6 +58,7 @@ fn run_loop(ctx: Ctx<'_>, mut round_trip: impl FnMut(&VoteData) -> Result<()>) -
     let start = Instant::now();
     samples.push((0, base, 0.0));
     for i in 0..cell.messages {
+        probe::operation(i);
         v.set(cell.seed, i);
         round_trip(&v)?;
         if (i + 1) % every == 0 {
@@ -65,6 +66,7 @@ fn run_loop(ctx: Ctx<'_>, mut round_trip: impl FnMut(&VoteData) -> Result<()>) -
             super::progress(i + 1, cell.messages);
         }
     }
+    probe::operations_done();
     let end = probe.snapshot();
     let elapsed = start.elapsed().as_secs_f64();
     for (n, s, t) in &samples {

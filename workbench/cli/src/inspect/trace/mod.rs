@@ -30,10 +30,13 @@
 //! - [`diff`]: per-site deltas between two traces; [`diff_flame`]: the
 //!   differential allocation flame graph of two traces;
 //! - [`render`]: the text of `trace top` and `trace diff`;
-//! - [`pprof`]: a trace as pprof's `profile.proto` (`trace export`).
+//! - [`pprof`]: a trace as pprof's `profile.proto` (`trace export`);
+//! - [`events`]: the events build's file: the heap by site over the
+//!   operation index (`trace live`, `trace timeline`).
 
 pub mod diff;
 pub mod diff_flame;
+pub mod events;
 pub mod frame;
 pub mod pprof;
 pub mod render;

@@ -1,0 +1,547 @@
+//! The events build's file (`<cell>.events.json`, [`probe::events`]): the
+//! heap site by site over the **operation index**, read back exactly.
+//!
+//! - [`Events::live_at`]: what every site holds after operation *n* (the
+//!   flame graph of live memory at any point, `workbench trace live`);
+//! - [`Events::timeline`]: live bytes and blocks after every operation, in
+//!   all and for chosen sites (`workbench trace timeline`);
+//! - [`Events::growth`]: each site's live bytes after warm-up as flat or
+//!   growing, with the slope per operation and the evidence (a site that
+//!   keeps growing is flagged as a leak).
+//!
+//! Sites are normalised as a dhat trace's are ([`super::site`]), so a site
+//! here and in the dhat trace of the same cell have the same name.
+
+use super::frame::Frame;
+use super::site::{normalise, Site};
+use super::{RawSite, TraceError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct File {
+    events_file_version: u64,
+    cmd: String,
+    ftbl: Vec<String>,
+    sites: Vec<Vec<usize>>,
+    before: Vec<[u64; 5]>,
+    after: Vec<[u64; 5]>,
+    patterns: Vec<Vec<[u64; 5]>>,
+    runs: Vec<[u64; 3]>,
+}
+
+/// One site's change: allocations, bytes, frees, bytes freed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Delta {
+    pub allocs: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub freed: u64,
+}
+
+impl Delta {
+    fn live(&self) -> (i64, i64) {
+        (self.bytes as i64 - self.freed as i64, self.allocs as i64 - self.frees as i64)
+    }
+}
+
+/// A loaded events file.
+#[derive(Debug, Clone)]
+pub struct Events {
+    pub path: PathBuf,
+    pub cmd: String,
+    /// Per raw site: its normalised form (totals unset).
+    pub sites: Vec<Site>,
+    before: Vec<(usize, Delta)>,
+    after: Vec<(usize, Delta)>,
+    patterns: Vec<Vec<(usize, Delta)>>,
+    /// `(first operation, count, pattern)`, in operation order.
+    runs: Vec<(u64, u64, usize)>,
+}
+
+/// Live bytes and blocks, in all and per chosen site, after each operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// The operations the points are after.
+    pub ops: Vec<u64>,
+    /// Live bytes and blocks of the whole heap after each of `ops`.
+    pub total: Vec<(i64, i64)>,
+    /// Per chosen site key: live bytes after each of `ops`.
+    pub sites: Vec<(String, Vec<i64>)>,
+}
+
+/// What one site's live bytes do after warm-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Growth {
+    pub key: String,
+    pub site: Site,
+    /// Live bytes at the end of warm-up and after the last operation.
+    pub from: i64,
+    pub to: i64,
+    /// Least-squares slope of live bytes per operation after warm-up.
+    pub slope: f64,
+    /// Operations after warm-up at which its live bytes reached a new high.
+    pub new_highs: u64,
+    pub leak: bool,
+}
+
+fn deltas(v: &[[u64; 5]]) -> Vec<(usize, Delta)> {
+    v.iter().map(|d| (d[0] as usize, Delta { allocs: d[1], bytes: d[2], frees: d[3], freed: d[4] })).collect()
+}
+
+impl Events {
+    pub fn load(path: &Path) -> Result<Events, TraceError> {
+        let p = || path.to_path_buf();
+        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io { path: p(), source })?;
+        let f: File = serde_json::from_str(&text).map_err(|source| TraceError::Json { path: p(), source })?;
+        if f.events_file_version != 1 {
+            return Err(TraceError::Version { path: p(), found: f.events_file_version });
+        }
+        let frames: Vec<Frame> = f.ftbl.iter().map(|s| Frame::parse(s)).collect();
+        let mut sites = Vec::with_capacity(f.sites.len());
+        for (i, fs) in f.sites.iter().enumerate() {
+            let stack: Vec<&Frame> = fs
+                .iter()
+                .map(|&j| {
+                    frames.get(j).ok_or(TraceError::FrameIndex { path: p(), site: i, frame: j, frames: frames.len() })
+                })
+                .collect::<Result<_, _>>()?;
+            if stack.is_empty() {
+                return Err(TraceError::NoFrames { path: p(), empty: 1, sites: f.sites.len(), share: 0.0 });
+            }
+            let raw = RawSite { tb: 0, tbk: 0, tl: 0, gb: 0, gbk: 0, eb: 0, fs: fs.clone() };
+            sites.push(normalise(&raw, &stack));
+        }
+        let check = |v: &[(usize, Delta)]| v.iter().all(|(s, _)| *s < sites.len());
+        let (before, after) = (deltas(&f.before), deltas(&f.after));
+        let patterns: Vec<Vec<(usize, Delta)>> = f.patterns.iter().map(|p| deltas(p)).collect();
+        let runs: Vec<(u64, u64, usize)> = f.runs.iter().map(|r| (r[0], r[1], r[2] as usize)).collect();
+        if !(check(&before) && check(&after) && patterns.iter().all(|p| check(p)))
+            || runs.iter().any(|r| r.2 >= patterns.len())
+        {
+            return Err(TraceError::FrameIndex { path: p(), site: sites.len(), frame: 0, frames: frames.len() });
+        }
+        Ok(Events { path: p(), cmd: f.cmd, sites, before, after, patterns, runs })
+    }
+
+    /// Operations recorded (the last run's end).
+    pub fn operations(&self) -> u64 {
+        self.runs.last().map_or(0, |r| r.0 + r.1)
+    }
+
+    /// Runs of identical operations: how well the file compressed.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The normalised key of raw site `i` (its side included).
+    fn key(&self, i: usize) -> String {
+        let s = &self.sites[i];
+        format!("[{}] {}", s.side.map_or("?", |x| x.name()), s.key())
+    }
+
+    /// Per site key: live bytes and blocks after operation `n` (`None`:
+    /// before the first; past the last: after everything), with a
+    /// representative site for its frames. Largest first.
+    pub fn live_at(&self, n: Option<u64>) -> Vec<(String, Site, i64, i64)> {
+        let mut live: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+        let mut add = |v: &[(usize, Delta)], times: u64| {
+            for (s, d) in v {
+                let (b, k) = d.live();
+                let e = live.entry(*s).or_default();
+                e.0 += b * times as i64;
+                e.1 += k * times as i64;
+            }
+        };
+        add(&self.before, 1);
+        if let Some(n) = n {
+            for &(first, count, p) in &self.runs {
+                if first > n {
+                    break;
+                }
+                add(&self.patterns[p], count.min(n - first + 1));
+            }
+            if n >= self.operations() {
+                add(&self.after, 1);
+            }
+        }
+        let mut by_key: BTreeMap<String, (Site, i64, i64)> = BTreeMap::new();
+        for (s, (b, k)) in live {
+            let e = by_key.entry(self.key(s)).or_insert_with(|| (self.sites[s].clone(), 0, 0));
+            e.1 += b;
+            e.2 += k;
+        }
+        let mut out: Vec<(String, Site, i64, i64)> =
+            by_key.into_iter().filter(|(_, v)| v.1 != 0 || v.2 != 0).map(|(k, (s, b, n))| (k, s, b, n)).collect();
+        out.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        out
+    }
+
+    /// Live bytes and blocks after every `every`-th operation (and the
+    /// last), in all and for the site keys in `keys`: exact at each point.
+    pub fn timeline(&self, keys: &[String], every: u64) -> Timeline {
+        let every = every.max(1);
+        let n = self.operations();
+        let index: Vec<Option<usize>> =
+            (0..self.sites.len()).map(|s| keys.iter().position(|k| *k == self.key(s))).collect();
+        let mut now = (0i64, 0i64);
+        let mut site_now: Vec<i64> = vec![0; keys.len()];
+        for (s, d) in &self.before {
+            now = (now.0 + d.live().0, now.1 + d.live().1);
+            if let Some(i) = index[*s] {
+                site_now[i] += d.live().0;
+            }
+        }
+        let mut t = Timeline {
+            ops: Vec::new(),
+            total: Vec::new(),
+            sites: keys.iter().map(|k| (k.clone(), Vec::new())).collect(),
+        };
+        for &(first, count, p) in &self.runs {
+            let pat = &self.patterns[p];
+            let (db, dk) = pat.iter().fold((0, 0), |a, (_, d)| (a.0 + d.live().0, a.1 + d.live().1));
+            let mut site_d = vec![0i64; keys.len()];
+            for (s, d) in pat {
+                if let Some(i) = index[*s] {
+                    site_d[i] += d.live().0;
+                }
+            }
+            for op in first..first + count {
+                now = (now.0 + db, now.1 + dk);
+                for (v, d) in site_now.iter_mut().zip(&site_d) {
+                    *v += d;
+                }
+                if (op + 1) % every == 0 || op + 1 == n {
+                    t.ops.push(op);
+                    t.total.push(now);
+                    for (series, v) in t.sites.iter_mut().zip(&site_now) {
+                        series.1.push(*v);
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    /// The operation after which the whole heap was largest, and its bytes.
+    pub fn peak(&self) -> Option<(u64, i64)> {
+        let t = self.timeline(&[], 1);
+        t.ops.iter().zip(&t.total).max_by_key(|(op, v)| (v.0, std::cmp::Reverse(**op))).map(|(op, v)| (*op, v.0))
+    }
+
+    /// Every site's live bytes from the end of warm-up (`warmup` operations)
+    /// to the end: flat, or growing (a leak when it keeps reaching new highs
+    /// into the last quarter of the operations). One pass, nothing stored
+    /// per operation (a million operations of thirty sites).
+    pub fn growth(&self, warmup: u64) -> Vec<Growth> {
+        let mut keys: Vec<String> = (0..self.sites.len()).map(|s| self.key(s)).collect();
+        keys.sort();
+        keys.dedup();
+        let index: Vec<usize> =
+            (0..self.sites.len()).map(|s| keys.binary_search(&self.key(s)).expect("every key is listed")).collect();
+        let n = self.operations();
+        let w = warmup.min(n.saturating_sub(2));
+        #[derive(Clone, Default)]
+        struct Acc {
+            now: i64,
+            from: i64,
+            high: i64,
+            new_highs: u64,
+            last_high: u64,
+            sx: f64,
+            sy: f64,
+            sxy: f64,
+            sxx: f64,
+        }
+        let mut acc = vec![Acc::default(); keys.len()];
+        for (s, d) in &self.before {
+            acc[index[*s]].now += d.live().0;
+        }
+        if w == 0 {
+            for a in &mut acc {
+                (a.from, a.high) = (a.now, a.now);
+            }
+        }
+        for &(first, count, p) in &self.runs {
+            let mut d = vec![0i64; keys.len()];
+            for (s, x) in &self.patterns[p] {
+                d[index[*s]] += x.live().0;
+            }
+            for op in first..first + count {
+                // After operation `op`, `t` operations are done; points
+                // count from the end of warm-up (t = w), which is `from`.
+                let t = op + 1;
+                for (k, a) in acc.iter_mut().enumerate() {
+                    a.now += d[k];
+                    if t < w {
+                        continue;
+                    }
+                    if t == w {
+                        a.from = a.now;
+                        a.high = a.now;
+                        continue;
+                    }
+                    let x = (t - w) as f64;
+                    let y = a.now as f64;
+                    a.sx += x;
+                    a.sy += y;
+                    a.sxy += x * y;
+                    a.sxx += x * x;
+                    if a.now > a.high {
+                        a.high = a.now;
+                        a.new_highs += 1;
+                        a.last_high = t - w;
+                    }
+                }
+            }
+        }
+        let m = n.saturating_sub(w) as f64;
+        let mut out = Vec::new();
+        for (k, a) in acc.into_iter().enumerate() {
+            if m < 2.0 {
+                break;
+            }
+            let denom = m * a.sxx - a.sx * a.sx;
+            let slope = if denom.abs() > 0.0 { (m * a.sxy - a.sx * a.sy) / denom } else { 0.0 };
+            let leak = slope > 0.0 && a.new_highs >= 3 && a.last_high as f64 >= m * 0.75;
+            let site =
+                (0..self.sites.len()).find(|&s| index[s] == k).map(|s| self.sites[s].clone()).unwrap_or_default();
+            out.push(Growth {
+                key: keys[k].clone(),
+                site,
+                from: a.from,
+                to: a.now,
+                slope,
+                new_highs: a.new_highs,
+                leak,
+            });
+        }
+        out.sort_by(|a, b| b.slope.total_cmp(&a.slope).then_with(|| a.key.cmp(&b.key)));
+        out
+    }
+}
+
+/// Which operation `trace live --at` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// After operation n.
+    Op(u64),
+    /// After the operation at which the whole heap peaked.
+    Peak,
+    /// After everything (the loop's end and what followed it).
+    End,
+}
+
+impl At {
+    pub fn parse(s: &str) -> Option<At> {
+        match s {
+            "peak" => Some(At::Peak),
+            "end" => Some(At::End),
+            n => n.replace(['_', ','], "").parse().ok().map(At::Op),
+        }
+    }
+}
+
+impl Events {
+    /// The operation `at` stands for (`None`: before any), and how to say it.
+    pub fn resolve(&self, at: At) -> (Option<u64>, String) {
+        match at {
+            At::Op(n) => (Some(n), format!("after operation {}", crate::fmt::thousands(n))),
+            At::Peak => match self.peak() {
+                Some((op, _)) => (Some(op), format!("at the peak, after operation {}", crate::fmt::thousands(op))),
+                None => (None, "at the peak (no operations: before any)".into()),
+            },
+            At::End => (Some(u64::MAX), "at the end".into()),
+        }
+    }
+
+    /// What is live at `at` as a [`super::Trace`] whose sites' totals are
+    /// the live bytes and blocks, for the flame graph and `trace top`'s text.
+    pub fn live_trace(&self, at: At) -> super::Trace {
+        let (n, _) = self.resolve(at);
+        let sites = self
+            .live_at(n)
+            .into_iter()
+            .filter(|x| x.2 > 0)
+            .map(|(_, mut s, b, k)| {
+                (s.bytes, s.blocks) = (b as u64, k.max(0) as u64);
+                s
+            })
+            .collect();
+        super::Trace {
+            path: self.path.clone(),
+            cmd: self.cmd.clone(),
+            end_us: 0,
+            peak_us: None,
+            sites,
+            operations: Some(self.operations()),
+        }
+    }
+}
+
+/// `trace live`'s text: the sites live at `at`, largest first.
+pub fn render_live(e: &Events, at: At, limit: usize) -> String {
+    use crate::fmt::thousands;
+    let (n, said) = e.resolve(at);
+    let live = e.live_at(n);
+    let (bytes, blocks) = live.iter().fold((0i64, 0i64), |a, x| (a.0 + x.2, a.1 + x.3));
+    let mut s = format!(
+        "{}\n{} operations in {} runs of identical operations; {} sites\nlive {said}: {} B in {} blocks\n",
+        e.path.display(),
+        thousands(e.operations()),
+        e.runs(),
+        e.sites.len(),
+        thousands(bytes.max(0) as u64),
+        thousands(blocks.max(0) as u64)
+    );
+    for (i, (_, site, b, k)) in live.iter().take(limit).enumerate() {
+        s += &format!("\n#{:<3} {:>12} B in {:>7} blocks  [{}]\n", i + 1, b, k, site.side.map_or("?", |x| x.name()));
+        if let Some(v) = &site.via {
+            s += &format!("      via {v}\n");
+        }
+        for f in site.meeting() {
+            s += &format!("      {}\n", f.display());
+        }
+    }
+    if live.len() > limit {
+        s += &format!("\n… {} more sites (--limit)\n", live.len() - limit);
+    }
+    s
+}
+
+/// `trace timeline`'s text: the heap's peak and end, and each site that
+/// grows after warm-up, with its slope and evidence; leaks flagged.
+pub fn render_growth(e: &Events, warmup: u64) -> String {
+    use crate::fmt::thousands;
+    let mut s = format!(
+        "{}\n{} operations in {} runs of identical operations\n",
+        e.path.display(),
+        thousands(e.operations()),
+        e.runs()
+    );
+    if let Some((op, b)) = e.peak() {
+        s += &format!("peak: {} B after operation {}\n", thousands(b.max(0) as u64), thousands(op));
+    }
+    let g = e.growth(warmup);
+    let growing: Vec<&Growth> = g.iter().filter(|x| x.to > x.from && x.new_highs > 0).collect();
+    s += &format!(
+        "after warm-up ({} operations): {} of {} sites hold more at the end than at warm-up's end; {} flagged as leaks\n",
+        thousands(warmup),
+        growing.len(),
+        g.len(),
+        g.iter().filter(|x| x.leak).count()
+    );
+    for x in growing.iter().take(10) {
+        s += &format!(
+            "\n{} {} → {} B live ({:+.3} B per operation; {} new highs){}\n",
+            if x.leak { "LEAK" } else { "grows" },
+            x.from,
+            x.to,
+            x.slope,
+            x.new_highs,
+            if x.leak { ", still rising in the last quarter" } else { "" }
+        );
+        for f in x.site.meeting() {
+            s += &format!("      {}\n", f.display());
+        }
+    }
+    s
+}
+
+/// Sites drawn by name in the timeline chart; the rest are one line.
+const CHARTED: usize = 5;
+/// Points a timeline chart draws at most (exact at each).
+const POINTS: u64 = 1000;
+
+/// Live bytes over operations: the whole heap, the [`CHARTED`] sites live
+/// at the peak, and the rest, as an SVG with each point's exact value on hover.
+pub fn write_timeline(e: &Events, out: &Path) -> anyhow::Result<()> {
+    use crate::report::figures::{self, Chart, Line};
+    let (peak, _) = e.resolve(At::Peak);
+    let top: Vec<String> = e.live_at(peak).into_iter().take(CHARTED).map(|x| x.0).collect();
+    let t = e.timeline(&top, (e.operations() / POINTS).max(1));
+    let x = |i: usize| t.ops[i] as f64 + 1.0;
+    let mut lines = vec![Line {
+        label: "whole heap".into(),
+        points: t.total.iter().enumerate().map(|(i, v)| (x(i), v.0 as f64)).collect(),
+    }];
+    let named: Vec<f64> = (0..t.ops.len()).map(|i| t.sites.iter().map(|(_, v)| v[i] as f64).sum()).collect();
+    for (key, v) in &t.sites {
+        let short = key.rsplit(" ← ").next().unwrap_or(key);
+        let label: String = super::tree::short(short).chars().take(48).collect();
+        lines.push(Line { label, points: v.iter().enumerate().map(|(i, &b)| (x(i), b as f64)).collect() });
+    }
+    lines.push(Line {
+        label: "every other site".into(),
+        points: t.total.iter().enumerate().map(|(i, v)| (x(i), v.0 as f64 - named[i])).collect(),
+    });
+    figures::register_font()?;
+    let (_, x1, _, y1) = figures::extent(&lines);
+    let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = out.file_name().map(|n| n.to_string_lossy().trim_end_matches(".svg").to_string()).unwrap_or_default();
+    let chart = Chart {
+        title: format!(
+            "Live heap by site over operations: {}",
+            e.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        ),
+        x_desc: "operation",
+        y_desc: "live bytes",
+        x_log: false,
+        x_range: (0.0, x1),
+        y_log_floor: false,
+        y_range: (0.0, y1 * 1.05),
+        x_fmt: &|v| crate::fmt::thousands(*v as u64),
+        y_fmt: &|v| crate::fmt::bytes(*v),
+    };
+    figures::write_svg(dir, &name, &lines, &chart)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two sites: a buffer allocated and freed every operation, and one
+    /// that keeps 100 bytes an operation from operation 10 on (a leak).
+    fn file(dir: &Path) -> PathBuf {
+        let text = r#"{"eventsFileVersion":1,"cmd":"subject --cell {\"messages\":40,\"seed\":1}",
+            "ftbl":["0x1: alloc::vec::Vec<T>::with_capacity (v.rs:1:1)","0x2: subjects::codecs::zap::decode (zap.rs:3:1)",
+                    "0x3: subjects::experiments::heap_growth::run_loop (h.rs:9:1)"],
+            "sites":[[0,2],[0,1,2]],
+            "before":[[0,1,64,0,0]],
+            "after":[[0,0,0,1,64]],
+            "patterns":[[[0,1,16,1,16]],[[0,1,16,1,16],[1,1,100,0,0]]],
+            "runs":[[0,10,0],[10,30,1]]}"#;
+        let p = dir.join("t.events.json");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn live_memory_at_any_operation_and_a_leak_flagged() {
+        let dir = std::env::temp_dir().join(format!("wb-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = Events::load(&file(&dir)).unwrap();
+        assert_eq!((e.operations(), e.runs()), (40, 2));
+        let total = |n: Option<u64>| e.live_at(n).iter().map(|x| x.2).sum::<i64>();
+        assert_eq!(total(None), 64);
+        assert_eq!(total(Some(9)), 64, "the per-operation buffer is freed within each operation");
+        assert_eq!(total(Some(10)), 164);
+        assert_eq!(total(Some(39)), 64 + 30 * 100);
+        assert_eq!(total(Some(u64::MAX)), 30 * 100, "the setup block is freed after the loop");
+        let t = e.timeline(&[], 10);
+        assert_eq!(t.ops, [9, 19, 29, 39]);
+        assert_eq!(t.total.iter().map(|x| x.0).collect::<Vec<_>>(), [64, 1064, 2064, 3064]);
+        assert_eq!(e.peak(), Some((39, 3064)));
+        let g = e.growth(4);
+        let leak = g.iter().find(|x| x.leak).expect("the growing site is flagged");
+        assert!(leak.key.contains("subjects::codecs::zap::decode"), "{}", leak.key);
+        assert!((leak.slope - 100.0).abs() < 15.0, "{}", leak.slope);
+        assert_eq!(g.iter().filter(|x| x.leak).count(), 1, "the per-operation buffer is flat");
+        let text = render_growth(&e, 4);
+        assert!(text.contains("1 flagged as leaks"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
