@@ -195,13 +195,7 @@ fn run_one(c: &GateCell, bin: &Path, scratch: &Path, multi: &MultiProgress) -> R
             }
             let side = s.side.map_or("?", |x| x.name()).to_string();
             let key = format!("{part}|{side}|{}", s.key());
-            let meeting: Vec<String> =
-                s.meeting().iter().map(|f| crate::inspect::trace::tree::short(&f.function)).collect();
-            let mut label = match meeting.as_slice() {
-                [] => s.via.as_deref().map_or("[allocator]".to_string(), crate::inspect::trace::tree::short),
-                [one] => one.clone(),
-                [first, .., last] => format!("{first} ← … ← {last}"),
-            };
+            let mut label = s.label();
             if !part.is_empty() {
                 label = format!("[{part}] {label}");
             }

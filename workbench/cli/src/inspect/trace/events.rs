@@ -102,6 +102,11 @@ impl Events {
         let frames: Vec<Frame> = f.ftbl.iter().map(|s| Frame::parse(s)).collect();
         let mut sites = Vec::with_capacity(f.sites.len());
         for (i, fs) in f.sites.iter().enumerate() {
+            // Unresolved frames below the thread's entry (`0x0: ???`) say nothing.
+            let mut fs = fs.clone();
+            while fs.len() > 1 && fs.last().is_some_and(|&j| frames.get(j).is_some_and(|f| f.function == "???")) {
+                fs.pop();
+            }
             let stack: Vec<&Frame> = fs
                 .iter()
                 .map(|&j| {
@@ -111,7 +116,7 @@ impl Events {
             if stack.is_empty() {
                 return Err(TraceError::NoFrames { path: p(), empty: 1, sites: f.sites.len(), share: 0.0 });
             }
-            let raw = RawSite { tb: 0, tbk: 0, tl: 0, gb: 0, gbk: 0, eb: 0, fs: fs.clone() };
+            let raw = RawSite { tb: 0, tbk: 0, tl: 0, gb: 0, gbk: 0, eb: 0, fs };
             sites.push(normalise(&raw, &stack));
         }
         let check = |v: &[(usize, Delta)]| v.iter().all(|(s, _)| *s < sites.len());
@@ -460,7 +465,12 @@ const POINTS: u64 = 1000;
 pub fn write_timeline(e: &Events, out: &Path) -> anyhow::Result<()> {
     use crate::report::figures::{self, Chart, Line};
     let (peak, _) = e.resolve(At::Peak);
-    let top: Vec<String> = e.live_at(peak).into_iter().take(CHARTED).map(|x| x.0).collect();
+    let (top, labels): (Vec<String>, Vec<String>) = e
+        .live_at(peak)
+        .into_iter()
+        .take(CHARTED)
+        .map(|x| (x.0, format!("[{}] {}", x.1.side.map_or("?", |s| s.name()), x.1.label())))
+        .unzip();
     let t = e.timeline(&top, (e.operations() / POINTS).max(1));
     let x = |i: usize| t.ops[i] as f64 + 1.0;
     let mut lines = vec![Line {
@@ -468,9 +478,8 @@ pub fn write_timeline(e: &Events, out: &Path) -> anyhow::Result<()> {
         points: t.total.iter().enumerate().map(|(i, v)| (x(i), v.0 as f64)).collect(),
     }];
     let named: Vec<f64> = (0..t.ops.len()).map(|i| t.sites.iter().map(|(_, v)| v[i] as f64).sum()).collect();
-    for (key, v) in &t.sites {
-        let short = key.rsplit(" ← ").next().unwrap_or(key);
-        let label: String = super::tree::short(short).chars().take(48).collect();
+    for ((_, v), label) in t.sites.iter().zip(&labels) {
+        let label: String = label.chars().take(48).collect();
         lines.push(Line { label, points: v.iter().enumerate().map(|(i, &b)| (x(i), b as f64)).collect() });
     }
     lines.push(Line {

@@ -43,6 +43,18 @@ impl Site {
         }
     }
 
+    /// A short name: where the subject meets the library that allocates
+    /// (`first ← … ← last` of [`Site::meeting`], generics dropped), else the
+    /// allocator entry it went through.
+    pub fn label(&self) -> String {
+        let meeting: Vec<String> = self.meeting().iter().map(|f| super::tree::short(&f.function)).collect();
+        match meeting.as_slice() {
+            [] => self.via.as_deref().map_or("[allocator]".to_string(), super::tree::short),
+            [one] => one.clone(),
+            [first, .., last] => format!("{first} ← … ← {last}"),
+        }
+    }
+
     fn add(&mut self, o: &Site) {
         self.bytes += o.bytes;
         self.blocks += o.blocks;
