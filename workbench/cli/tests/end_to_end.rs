@@ -27,7 +27,7 @@ messages = 100
 const HEAP: &str = r#"
 experiment = "heap-growth"
 codecs = ["zap", "json-rpc"]
-variants = ["dhat", "jemalloc"]
+variants = ["dhat", "jemalloc", "events"]
 [quick]
 messages = 300
 sample_every = 100
@@ -91,7 +91,7 @@ fn tiny_suite_end_to_end() {
     // Resume: an interrupted run's finished cell is reused, not rerun.
     let hp = Path::new("heap.toml");
     let cells = runner::plan(&heap, Scale::Quick).unwrap();
-    assert_eq!(cells.len(), 4);
+    assert_eq!(cells.len(), 6);
     let staging = runner::staging_dir(&opts, &heap).unwrap();
     std::fs::create_dir_all(staging.join("cells")).unwrap();
     // A whole record of its kind (the reports read it through its type), and a marker.
@@ -113,7 +113,31 @@ fn tiny_suite_end_to_end() {
     let marker = format!("{marker}\n");
     std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[0].id)), marker).unwrap();
     let heap_run = runner::run_spec(&opts, hp, &heap, &mut bins, &multi).unwrap();
-    assert_eq!((heap_run.cells, heap_run.resumed), (4, 1));
+    assert_eq!((heap_run.cells, heap_run.resumed), (6, 1));
+    // The events build's file: compressed, every operation on its axis, and
+    // its per-operation counts equal to the dhat build's.
+    let events = workbench::inspect::trace::events::files_in(&heap_run.dir).unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let json = events.iter().find(|p| p.to_string_lossy().contains("json-rpc-p0-events")).unwrap();
+    assert!(json.to_string_lossy().ends_with(".events.json.gz"));
+    let e = workbench::inspect::trace::events::Events::load(json).unwrap();
+    assert_eq!(e.operations(), 300);
+    assert!(e.runs() <= 4, "a steady loop is a few runs: {}", e.runs());
+    assert!(e.growth(30).iter().all(|g| !g.leak), "json-rpc holds nothing across messages");
+    let heap_records = dataset::load_run(&heap_run.dir).unwrap();
+    let summary = |variant: &str| {
+        heap_records
+            .rows::<records::subject::HeapGrowth>()
+            .unwrap()
+            .into_iter()
+            .find(|r| {
+                r.cell.codec() == "json-rpc"
+                    && r.cell.variant == variant
+                    && r.record.kind == records::subject::HeapKind::Summary
+            })
+            .map(|r| (r.record.cum_allocs, r.record.cum_bytes))
+    };
+    assert_eq!(summary("events"), summary("dhat"), "the events build counts what dhat counts");
     let records = dataset::load_run(&heap_run.dir).unwrap().records;
     assert_eq!(column_u64(&records, "marker").iter().flatten().collect::<Vec<_>>(), [&7]);
     assert!(!staging.exists(), "staging directory is published by rename");

@@ -605,6 +605,12 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
             tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
         );
     }
+    if p.variant == "events" {
+        let f = staging.join("traces").join(format!("{}.events.json", p.id));
+        if f.exists() {
+            dataset::gzip_in_place(&f)?;
+        }
+    }
     let mut records = Vec::new();
     for (i, line) in stdout.lines().enumerate() {
         let mut r: Record = serde_json::from_str(line)

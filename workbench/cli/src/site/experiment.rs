@@ -117,6 +117,25 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
         body += &page::table("traces", &["cell", "bytes", "blocks", "sites", "operations"], &trace_rows);
     }
 
+    // Events files (the events build): a timeline page each.
+    let mut timelines = Vec::new();
+    for path in crate::inspect::trace::events::files_in(run_dir)? {
+        let t = super::timeline::write(site, &dir, &path)?;
+        timelines.push((
+            String::new(),
+            vec![
+                link(&t.href, &t.cell),
+                crate::fmt::thousands(t.operations).to_string(),
+                t.runs.to_string(),
+                if t.leaks > 0 { format!("<strong>{}</strong>", t.leaks) } else { "0".into() },
+            ],
+        ));
+    }
+    if !timelines.is_empty() {
+        body += "<h2 id=\"timelines\">Heap timelines (events build)</h2>\n<p>Live bytes site by site over the \
+                 operation index, so two runs line up point by point; live flame graphs at the peak and the end.</p>\n";
+        body += &page::table("timelines", &["cell", "operations", "runs stored", "leaks flagged"], &timelines);
+    }
     let versus = super::versus::write(site, &dir, run_dir)?;
     if !versus.is_empty() {
         body += "<h2 id=\"versus\">Idiom against plain use</h2>\n<p>Each idiom's trace against its plain codec's at \

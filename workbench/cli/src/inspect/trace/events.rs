@@ -91,10 +91,35 @@ fn deltas(v: &[[u64; 5]]) -> Vec<(usize, Delta)> {
     v.iter().map(|d| (d[0] as usize, Delta { allocs: d[1], bytes: d[2], frees: d[3], freed: d[4] })).collect()
 }
 
+/// The events files of a dataset (`traces/*.events.json[.gz]`), sorted.
+pub fn files_in(run_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = run_dir.join("traces");
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            n.ends_with(".events.json") || n.ends_with(".events.json.gz")
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
 impl Events {
     pub fn load(path: &Path) -> Result<Events, TraceError> {
         let p = || path.to_path_buf();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io { path: p(), source })?;
+        let io = |source| TraceError::Io { path: p(), source };
+        let text = if path.extension().is_some_and(|x| x == "gz") {
+            let mut s = String::new();
+            let file = std::fs::File::open(path).map_err(io)?;
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
+            s
+        } else {
+            std::fs::read_to_string(path).map_err(io)?
+        };
         let f: File = serde_json::from_str(&text).map_err(|source| TraceError::Json { path: p(), source })?;
         if f.events_file_version != 1 {
             return Err(TraceError::Version { path: p(), found: f.events_file_version });
