@@ -284,6 +284,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
+/// Gzips `path` in place (`F` → `F.gz`): an events file of a timer-driven
+/// stack (QUIC) repeats few operations exactly, and shrinks ≈ 11× so.
+pub fn gzip_in_place(path: &Path) -> Result<PathBuf> {
+    use std::io::Write;
+    let out = PathBuf::from(format!("{}.gz", path.display()));
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    gz.write_all(&text).and_then(|_| gz.finish().map(drop)).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,17 +338,4 @@ mod tests {
         let e = frame_from_records(&[rec(json!({"x": 1})), rec(json!({"x": "a"}))]).unwrap_err();
         assert!(e.to_string().contains("column `x`"), "{e}");
     }
-}
-
-/// Gzips `path` in place (`F` → `F.gz`): an events file of a timer-driven
-/// stack (QUIC) repeats few operations exactly, and shrinks ≈ 11× so.
-pub fn gzip_in_place(path: &Path) -> Result<PathBuf> {
-    use std::io::Write;
-    let out = PathBuf::from(format!("{}.gz", path.display()));
-    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let file = std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-    gz.write_all(&text).and_then(|_| gz.finish().map(drop)).with_context(|| format!("writing {}", out.display()))?;
-    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
-    Ok(out)
 }
