@@ -661,7 +661,8 @@ fn review(cmd: TraceCmd) -> Result<()> {
                 .with_context(|| format!("--at {at:?}: an operation index, peak or end"))?;
             print!("{}", trace::events::render_live(&e, at, limit));
             if let Some(out) = svg {
-                trace::write_flamegraph(&e.live_trace(at), &out)?;
+                let said = e.resolve(at).1;
+                trace::tree::write_flamegraph_of(&e.live_trace(at), &out, &format!("bytes live {said}"))?;
                 println!("wrote {}", out.display());
             }
         }

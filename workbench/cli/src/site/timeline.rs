@@ -58,7 +58,8 @@ pub fn write(site: &Pages, dataset_dir: &str, path: &Path) -> Result<Written> {
     for (at, id, what) in [(events::At::Peak, "peak", "at the heap's peak"), (events::At::End, "end", "at the end")] {
         let (_, said) = e.resolve(at);
         let flame = format!("{cell}.live-{id}.svg");
-        trace::write_flamegraph(&e.live_trace(at), &site.file(&format!("{dataset_dir}/timelines/{flame}"))?)?;
+        let out = site.file(&format!("{dataset_dir}/timelines/{flame}"))?;
+        trace::tree::write_flamegraph_of(&e.live_trace(at), &out, &format!("bytes live {said}"))?;
         body += &format!(
             "<h2 id=\"live-{id}\">Live {what}</h2>\n<p>Live {said}: {}.</p>\n\
              <iframe class=\"flame\" src=\"{flame}\" title=\"live bytes {what}\"></iframe>\n",

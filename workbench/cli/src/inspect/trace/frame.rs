@@ -61,6 +61,7 @@ impl Frame {
                     "<std::thread::",
                     "<alloc::boxed::Box<",
                     "<core::panic::",
+                    "<dyn core::ops::function::",
                 ]
                 .iter()
                 .any(|p| self.function.starts_with(p)))

@@ -118,11 +118,15 @@ impl Node {
 
 /// Writes a flame graph of the trace's bytes by caller (inferno) to `out`.
 pub fn write_flamegraph(trace: &Trace, out: &Path) -> anyhow::Result<()> {
+    write_flamegraph_of(trace, out, "bytes allocated")
+}
+
+/// [`write_flamegraph`] with another measure in its title (`bytes live at …`).
+pub fn write_flamegraph_of(trace: &Trace, out: &Path, what: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     let lines = trace.folded();
     let mut opts = inferno::flamegraph::Options::default();
-    opts.title =
-        format!("bytes allocated: {}", trace.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    opts.title = format!("{what}: {}", trace.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     opts.count_name = "bytes".into();
     let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), std::io::BufWriter::new(file))
