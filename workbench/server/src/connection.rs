@@ -401,7 +401,8 @@ pub fn push_response(out: &mut Vec<u8>, status: u32, promise: u32, body: &[u8]) 
 /// Resolves one call against the answer table: answers it into `out`, or
 /// returns the work it needs from the pool (answered by [`complete`]).
 fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> Option<(u32, Work)> {
-    sh.counters.calls.fetch_add(1, Ordering::Relaxed);
+    // Call n is operation n of the events build's timeline (free in the others).
+    probe::operation(sh.counters.calls.fetch_add(1, Ordering::Relaxed));
     let parsed = zap::read::<Request>(frame).and_then(|r| Ok((r.method(), r.promise(), r.target(), r.payload()?)));
     let (method, promise, target, payload) = match parsed {
         Ok(v) => v,

@@ -606,9 +606,16 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
         );
     }
     if p.variant == "events" {
-        let f = staging.join("traces").join(format!("{}.events.json", p.id));
-        if f.exists() {
-            dataset::gzip_in_place(&f)?;
+        // `<id>.events.json`, or a server cell's `<id>-<workload>.events.json`.
+        let dir = staging.join("traces");
+        for f in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let f = f?.path();
+            let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.ends_with(".events.json")
+                && (name == format!("{}.events.json", p.id) || name.starts_with(&format!("{}-", p.id)))
+            {
+                dataset::gzip_in_place(&f)?;
+            }
         }
     }
     let mut records = Vec::new();

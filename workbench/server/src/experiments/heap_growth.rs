@@ -49,10 +49,12 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     for w in &workloads {
         let queries = count(w);
         let every = (queries / samples).max(1);
-        // `<cell>.dhat.json` → `<cell>-<workload>.dhat.json`: one trace per server.
+        // `<cell>.dhat.json` → `<cell>-<workload>.dhat.json` (and so for the
+        // events build's `.events.json`): one file per server.
         let trace = cell.trace.as_ref().map(|t| {
             let name = t.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            t.with_file_name(format!("{}-{w}.dhat.json", name.trim_end_matches(".dhat.json")))
+            let ext = if name.ends_with(".events.json") { ".events.json" } else { ".dhat.json" };
+            t.with_file_name(format!("{}-{w}{ext}", name.trim_end_matches(ext)))
         });
         let server = ServerChild::spawn(&data, trace.as_deref(), &[])?;
         let mut c = Client::connect(server.addr)?;
