@@ -274,9 +274,14 @@ enum TraceCmd {
         at: String,
         #[arg(long, default_value_t = 10)]
         limit: usize,
-        /// Also write the flame graph of live bytes here (SVG).
+        /// Also write the flame graph of live bytes here (SVG); with
+        /// `--against`, the differential flame graph.
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Another events file (another run, commit or codec): what is live
+        /// in it at the same operation, site by site against this one.
+        #[arg(long)]
+        against: Option<PathBuf>,
     },
     /// The heap over the operation index of an events file: its peak, each
     /// site that grows after warm-up (slope, evidence; leaks flagged), and a
@@ -655,7 +660,28 @@ fn review(cmd: TraceCmd) -> Result<()> {
             trace::pprof::write(&t, &out)?;
             println!("wrote {} ({} sites)", out.display(), t.sites.len());
         }
-        TraceCmd::Live { path, at, limit, svg } => {
+        TraceCmd::Live { path, at, limit, svg, against: Some(b) } => {
+            let ea = trace::events::Events::load(&path)?;
+            let eb = trace::events::Events::load(&b)?;
+            let at = trace::events::At::parse(&at)
+                .with_context(|| format!("--at {at:?}: an operation index, peak or end"))?;
+            // One operation for both: A's peak is where B is looked at too.
+            let (op, said) = ea.resolve(at);
+            let same = match (at, op) {
+                (trace::events::At::End, _) | (_, None) => at,
+                (_, Some(n)) => trace::events::At::Op(n),
+            };
+            let (ta, tb) = (ea.live_trace(same), eb.live_trace(same));
+            println!("live {said} in both (A: {}, B: {})", path.display(), b.display());
+            print!("{}", trace::render_diff(&ta, &tb, &trace::diff(&ta, &tb), limit));
+            if let Some(out) = svg {
+                let tree = trace::diff_flame::tree(&ta, &tb);
+                std::fs::write(&out, trace::diff_flame::svg(&tree, &format!("bytes live {said}: A against B")))
+                    .with_context(|| format!("writing {}", out.display()))?;
+                println!("wrote {}", out.display());
+            }
+        }
+        TraceCmd::Live { path, at, limit, svg, against: None } => {
             let e = trace::events::Events::load(&path)?;
             let at = trace::events::At::parse(&at)
                 .with_context(|| format!("--at {at:?}: an operation index, peak or end"))?;

@@ -8,8 +8,10 @@
 //! dhat build. A count is a total over the cell's measured operations,
 //! compared with its line in `experiments/gate/baseline.txt`: **any**
 //! difference, up or down, fails. Counts that the bless saw vary between
-//! runs (timers, flow-control windows) are gated by the range seen, and
-//! are the determinism map ([`map`]): the only counts not called exact.
+//! runs (timers, flow-control windows, a future boxed per wake-up) are the
+//! determinism map ([`map`]), the only counts not called exact: they are
+//! bounded only against gross change ([`baseline::Range::accepts`]), and
+//! their cells' sites that did not vary are gated exactly instead.
 //!
 //! `bless` runs the suite twice on a quiet machine and once two cells at a
 //! time (each with the other core loaded by the other), runs the cells that
@@ -621,15 +623,15 @@ mod tests {
     }
 
     #[test]
-    fn a_varying_count_is_gated_by_its_range() {
+    fn a_varying_count_is_bounded_against_gross_change_only() {
         let runs: Vec<Measured> = [100, 103, 101].map(|a| BTreeMap::from([(id(), run(a, a))])).into();
         let base = combine(Header::default(), &runs);
         assert_eq!(base.counts[&id()]["decode.allocs"], Range { lo: 100, hi: 103 });
-        // Observed 100..103, accepted 97..106 (the width each way).
-        for ok in [97, 102, 106] {
-            assert!(verdict(&base, &BTreeMap::from([(id(), run(ok, ok))])).is_empty(), "{ok}");
+        // Observed 100..103, accepted 50..206.
+        for ok in [50, 102, 180, 206] {
+            assert!(verdict(&base, &BTreeMap::from([(id(), run(ok, 100))])).is_empty(), "{ok}");
         }
-        for bad in [96, 107] {
+        for bad in [49, 207] {
             assert_eq!(verdict(&base, &BTreeMap::from([(id(), run(bad, bad))])).len(), 1, "{bad}");
         }
         assert!(varies(&runs, &id()));

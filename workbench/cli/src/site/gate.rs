@@ -22,8 +22,9 @@ pub fn write(site: &Pages) -> Result<Option<String>> {
     body += "<p>The gate (<code>workbench gate</code>, run by the test command) runs every codec, every transport \
              stack and each server query at small sizes in the dhat build and fails on any count that differs from \
              <code>experiments/gate/baseline.txt</code>, naming the sites that moved. A count is called exact only \
-             where it repeated exactly in every run below; a varying one is gated by its range widened by its width \
-             each way, and its cell's sites that did not vary are gated one by one.</p>\n";
+             where it repeated exactly in every run below; a varying one is bounded only against gross change (half \
+             its low end to twice its high end), and its cell's sites that did not vary are gated exactly, one \
+             by one.</p>\n";
     body += "<h2 id=\"varying\">Counts that vary, and where</h2>\n";
     let mut rows = Vec::new();
     for v in &m.varying {

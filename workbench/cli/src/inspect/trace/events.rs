@@ -576,6 +576,16 @@ mod tests {
         assert_eq!(g.iter().filter(|x| x.leak).count(), 1, "the per-operation buffer is flat");
         let text = render_growth(&e, 4);
         assert!(text.contains("1 flagged as leaks"), "{text}");
+        // Against a run without the leak, at the same operation: the leaking
+        // site's live bytes are the whole difference.
+        let fixed = dir.join("fixed.events.json");
+        let text = std::fs::read_to_string(file(&dir)).unwrap().replace("[1,1,100,0,0]", "[1,1,100,1,100]");
+        std::fs::write(&fixed, text).unwrap();
+        let f = Events::load(&fixed).unwrap();
+        let (a, b) = (e.live_trace(At::Op(20)), f.live_trace(At::Op(20)));
+        let d = super::super::diff(&a, &b);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!((d[0].bytes(), d[0].blocks()), (-1100, -11));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
