@@ -7,7 +7,7 @@ use super::page::{self, esc};
 use super::Pages;
 use crate::data::dataset::Run;
 use crate::inspect::compare::{self, ci, num, num_signed, Comparison};
-use crate::inspect::trace::diff_flame;
+use crate::inspect::trace::{self, diff_flame};
 use anyhow::Result;
 
 /// The significance level of the site's comparisons (`workbench compare`'s default).
@@ -60,26 +60,10 @@ pub fn html(c: &Comparison) -> String {
     s += &page::table("counts", &["cell", "count", "A per record", "B per record", "change"], &rows);
     for (cell, deltas) in &c.sites {
         s += &format!("<h3>Sites that changed in {}</h3>\n", esc(cell));
-        let rows: Vec<(String, Vec<String>)> = deltas
-            .iter()
-            .take(20)
-            .map(|d| {
-                let frames: Vec<String> = d.site.meeting().iter().map(|f| esc(&f.display())).collect();
-                (
-                    String::new(),
-                    vec![
-                        format!("{:+}", d.bytes()),
-                        format!("{:+}", d.blocks()),
-                        d.site.side.map_or("?", |x| x.name()).into(),
-                        format!("<div class=\"frames\">{}</div>", frames.join("<br>")),
-                    ],
-                )
-            })
-            .collect();
-        if rows.is_empty() {
+        if deltas.is_empty() {
             s += "<p>None: the traces' sites are equal (the change is outside the traced window).</p>\n";
         } else {
-            s += &page::table(&format!("sites-{cell}"), &["bytes (B − A)", "blocks (B − A)", "side", "where"], &rows);
+            s += &sites_table(&format!("sites-{cell}"), deltas, 20);
             if let Some((ta, tb)) = c.traces.get(cell) {
                 s += &format!(
                     "<p>{}</p>\n<div class=\"diff-flame\">{}</div>\n",
@@ -124,4 +108,27 @@ pub fn html(c: &Comparison) -> String {
         s += &page::table("times", &["cell", "measure", "A", "B", "change", "p", "n"], &rows);
     }
     s
+}
+
+/// The sites whose totals differ between two traces (at most `limit`), as a
+/// sortable table: the change in bytes and blocks, the side, and where the
+/// subject meets the library that allocates.
+pub fn sites_table(id: &str, deltas: &[trace::Delta], limit: usize) -> String {
+    let rows: Vec<(String, Vec<String>)> = deltas
+        .iter()
+        .take(limit)
+        .map(|d| {
+            let frames: Vec<String> = d.site.meeting().iter().map(|f| esc(&f.display())).collect();
+            (
+                String::new(),
+                vec![
+                    format!("{:+}", d.bytes()),
+                    format!("{:+}", d.blocks()),
+                    d.site.side.map_or("?", |x| x.name()).into(),
+                    format!("<div class=\"frames\">{}</div>", frames.join("<br>")),
+                ],
+            )
+        })
+        .collect();
+    page::table(id, &["bytes (B − A)", "blocks (B − A)", "side", "where"], &rows)
 }

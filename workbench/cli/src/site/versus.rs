@@ -65,24 +65,8 @@ pub fn write(site: &Pages, dataset_dir: &str, run_dir: &Path) -> Result<Vec<(Str
             esc(diff_flame::LEGEND),
             diff_flame::svg(&diff_flame::tree(&a, &b), &label)
         );
-        let rows: Vec<(String, Vec<String>)> = trace::diff(&a, &b)
-            .iter()
-            .take(SITES)
-            .map(|d| {
-                let frames: Vec<String> = d.site.meeting().iter().map(|f| esc(&f.display())).collect();
-                (
-                    String::new(),
-                    vec![
-                        format!("{:+}", d.bytes()),
-                        format!("{:+}", d.blocks()),
-                        d.site.side.map_or("?", |x| x.name()).into(),
-                        format!("<div class=\"frames\">{}</div>", frames.join("<br>")),
-                    ],
-                )
-            })
-            .collect();
         body += "<h2 id=\"sites\">Sites that differ</h2>\n";
-        body += &page::table("sites", &["bytes (B − A)", "blocks (B − A)", "side", "where"], &rows);
+        body += &super::compare::sites_table("sites", &trace::diff(&a, &b), SITES);
         let crumbs = [("../index.html#versus".to_string(), dataset_dir.replace('/', " · "))];
         site.write(&rel, &page::page(&title, "../../../", &crumbs, &body))?;
         out.push((format!("versus/{codec}-p{payload}.html"), title));
