@@ -236,7 +236,8 @@ enum ExportFormat {
 enum TraceCmd {
     /// The top allocation sites of a trace, or of every trace of a dataset.
     Top {
-        /// A `.dhat.json` trace or a dataset directory.
+        /// A `.dhat.json` trace, an `.events.json[.gz]` file (live at the
+        /// end, and LEAK when a site keeps growing), or a dataset directory.
         path: PathBuf,
         /// bytes | blocks | peak (bytes live at the heap's peak) | lifetime (average).
         #[arg(long, default_value = "bytes")]
@@ -637,14 +638,31 @@ fn review(cmd: TraceCmd) -> Result<()> {
                 }
                 None => None,
             };
-            let files = trace::traces_in(&path)?;
-            if files.is_empty() {
-                bail!("{}: no .dhat.json traces", path.display());
+            let is_events = |p: &std::path::Path| p.to_string_lossy().contains(".events.json");
+            // An events file: what is live at the end, and the verdict on growth.
+            let (files, events) = if path.is_file() && is_events(&path) {
+                (Vec::new(), vec![path.clone()])
+            } else {
+                let events = if path.is_dir() { trace::events::files_in(&path)? } else { Vec::new() };
+                (trace::traces_in(&path)?, events)
+            };
+            if files.is_empty() && events.is_empty() {
+                bail!("{}: no .dhat.json traces or .events.json files", path.display());
             }
-            let limit = limit.unwrap_or(if files.len() == 1 { 10 } else { 5 });
+            let limit = limit.unwrap_or(if files.len() + events.len() == 1 { 10 } else { 5 });
             for f in &files {
                 let t = trace::Trace::load(f)?;
                 println!("{}", trace::render_top(&t, by, side, limit));
+            }
+            for f in &events {
+                let e = trace::events::Events::load(f)?;
+                let warmup = e.operations() / 10;
+                println!(
+                    "{}live heap after warm-up ({} operations): {}\n",
+                    trace::events::render_live(&e, trace::events::At::End, limit),
+                    e.operations() / 10,
+                    trace::events::verdict(&e, warmup)
+                );
             }
         }
         TraceCmd::Diff { a, b, limit } => {

@@ -12,6 +12,13 @@
 //! identical round trips are one run. Nothing is sampled away: the live
 //! bytes of every site after every operation follow exactly.
 //!
+//! Between two operation boundaries the heap may rise higher than at
+//! either (a query's working set, freed before its answer): each pattern
+//! also keeps its operation's **high**, the most its live bytes rose above
+//! their level at the operation's start, so the heap's true peak (the one
+//! dhat and heaptrack report) is on the timeline too, not only its
+//! level between operations.
+//!
 //! # Cost
 //! Each call captures its stack (up to [`DEPTH`] frames) and takes one
 //! global lock, as dhat does; it is a counting build, never a timed one.
@@ -28,7 +35,9 @@
 //! function (file:line:col)`), `sites` (each a list of `ftbl` indices,
 //! innermost first), `before` and `after` (the deltas outside the
 //! operations), `patterns` (each a list of `[site, allocs, bytes, frees,
-//! bytes_freed]`) and `runs` (`[first operation, count, pattern]`).
+//! bytes_freed]`), `highs` (per pattern, its operation's high in bytes),
+//! `beforeHigh` and `afterHigh` (the live bytes' highest point in each, from
+//! the start of recording) and `runs` (`[first operation, count, pattern]`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
@@ -69,9 +78,16 @@ struct State {
     done: bool,
     before: Vec<(u32, Delta)>,
     after: Vec<(u32, Delta)>,
-    pattern_of: HashMap<Vec<(u32, Delta)>, u32>,
-    patterns: Vec<Vec<(u32, Delta)>>,
+    pattern_of: HashMap<(Vec<(u32, Delta)>, u64), u32>,
+    patterns: Vec<(Vec<(u32, Delta)>, u64)>,
     runs: Vec<(u64, u64, u32)>,
+    /// Live bytes recorded now, at the current period's start, and the
+    /// most since that start.
+    now: i64,
+    start: i64,
+    high: i64,
+    before_high: i64,
+    after_high: i64,
 }
 
 impl State {
@@ -106,14 +122,22 @@ impl State {
     /// Ends the current operation (or the time before the first).
     fn close(&mut self) {
         let deltas = self.flush();
+        let above = (self.high - self.start).max(0) as u64;
         match (self.op, self.done) {
-            (_, true) => merge(&mut self.after, deltas),
-            (None, false) => merge(&mut self.before, deltas),
+            (_, true) => {
+                merge(&mut self.after, deltas);
+                self.after_high = self.after_high.max(self.high);
+            }
+            (None, false) => {
+                merge(&mut self.before, deltas);
+                self.before_high = self.before_high.max(self.high);
+            }
             (Some(op), false) => {
                 let next = self.patterns.len() as u32;
-                let p = *self.pattern_of.entry(deltas.clone()).or_insert(next);
+                let key = (deltas, above);
+                let p = *self.pattern_of.entry(key.clone()).or_insert(next);
                 if p == next {
-                    self.patterns.push(deltas);
+                    self.patterns.push(key);
                 }
                 match self.runs.last_mut() {
                     Some((first, count, q)) if *q == p && *first + *count == op => *count += 1,
@@ -121,6 +145,7 @@ impl State {
                 }
             }
         }
+        (self.start, self.high) = (self.now, self.now);
     }
 }
 
@@ -156,6 +181,8 @@ fn on_alloc(ptr: *mut u8, size: usize) {
         let d = s.cur.entry(site).or_default();
         d[0] += 1;
         d[1] += size as u64;
+        s.now += size as i64;
+        s.high = s.high.max(s.now);
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         let total = BYTES.fetch_add(size as u64, Ordering::Relaxed) + size as u64;
         PEAK.fetch_max(total - FREED.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -169,6 +196,7 @@ fn on_free(ptr: *mut u8) {
             let d = s.cur.entry(site).or_default();
             d[2] += 1;
             d[3] += size as u64;
+            s.now -= size as i64;
             FREED.fetch_add(size as u64, Ordering::Relaxed);
         }
     });
@@ -274,13 +302,16 @@ pub fn finish(path: &Path) -> std::io::Result<()> {
         v.iter().map(|(s, d)| serde_json::json!([s, d[0], d[1], d[2], d[3]])).collect()
     };
     let file = serde_json::json!({
-        "eventsFileVersion": 1,
+        "eventsFileVersion": 2,
         "cmd": std::env::args().collect::<Vec<_>>().join(" "),
         "ftbl": ftbl,
         "sites": sites,
         "before": deltas(&state.before),
         "after": deltas(&state.after),
-        "patterns": state.patterns.iter().map(|p| deltas(p)).collect::<Vec<_>>(),
+        "patterns": state.patterns.iter().map(|p| deltas(&p.0)).collect::<Vec<_>>(),
+        "highs": state.patterns.iter().map(|p| p.1).collect::<Vec<_>>(),
+        "beforeHigh": state.before_high,
+        "afterHigh": state.after_high,
         "runs": state.runs.iter().map(|(a, b, c)| serde_json::json!([a, b, c])).collect::<Vec<_>>(),
     });
     let text = serde_json::to_string(&file).map_err(std::io::Error::other)?;

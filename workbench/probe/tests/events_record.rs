@@ -49,6 +49,12 @@ fn a_known_pattern_by_site_and_operation() {
     let (allocs, bytes, frees, freed) =
         steady.iter().fold((0, 0, 0, 0), |a, d| (a.0 + d[1], a.1 + d[2], a.2 + d[3], a.3 + d[4]));
     assert_eq!((allocs, bytes, frees, freed), (2, 116, 1, 16));
+    // The churned buffer is freed within its operation: the heap rose 16
+    // bytes above the operation's start and back.
+    let highs: Vec<u64> = serde_json::from_value(f["highs"].clone()).unwrap();
+    assert_eq!(highs[runs[0][2] as usize], 16, "{highs:?}");
+    assert!(highs[runs[1][2] as usize] >= 100, "{highs:?}");
+    assert_eq!(f["eventsFileVersion"], 2);
     // The frames name the functions that allocated.
     let ftbl = f["ftbl"].as_array().unwrap();
     assert!(ftbl.iter().any(|s| s.as_str().unwrap().contains("events_record::keeps")), "{ftbl:?}");

@@ -6,6 +6,7 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
+use crate::inspect::trace::events;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
 use crate::report::tables::{self, field, opt_bytes, opt_count, row, source_of, stats_of, steady_rate, Table};
 use anyhow::Result;
@@ -77,6 +78,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
                 opt_count(median_of(d(), |r| r.cum_allocs)),
                 opt_count(rate(|r| r.cum_allocs)),
                 opt_bytes(median_of(j(), |r| r.peak_rss_bytes)),
+                live_after_warmup(&run.dir, codec, payload)?,
             ]);
         }
     }
@@ -95,7 +97,10 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
              sample and the last, so one-time warm-up growth is excluded. The papers' GC column has no counterpart \
              here: Rust has no collector, and jemalloc's purge count, the nearest event, runs on a 10 s decay \
              timer (jemalloc's default), so runs shorter than that show 0 by construction and it told no stack \
-             from another; it is dropped rather than shown as a column of zeros. {} profile.",
+             from another; it is dropped rather than shown as a column of zeros. Live after warm-up: the whole \
+             heap from the end of the first tenth of the messages to the last, from the events build's timeline \
+             (repetition 0): flat, higher at the end but no longer rising, or a leak (a site still reaching new \
+             highs in the last quarter, with its slope). {} profile.",
             tables::messages(s, &spec.payloads),
             s.repetitions,
             run.manifest.profile
@@ -110,10 +115,24 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
             "Allocator calls",
             "Steady calls/M msgs",
             "Peak RSS",
+            "Live after warm-up",
         ],
         rows,
         source: source_of(run),
     })
+}
+
+/// The events build's verdict on the live heap after warm-up
+/// ([`events::verdict`]), or a dash when the run has no events file.
+fn live_after_warmup(dir: &Path, codec: &str, payload: usize) -> Result<String> {
+    let stem = format!("{codec}-p{payload}-events-r0.events.json");
+    let Some(path) =
+        [stem.clone(), format!("{stem}.gz")].iter().map(|n| dir.join("traces").join(n)).find(|p| p.is_file())
+    else {
+        return Ok(tables::dash());
+    };
+    let e = events::Events::load(&path)?;
+    Ok(events::verdict(&e, e.operations() / 10))
 }
 
 /// Cumulative bytes allocated against messages, one line per codec (and payload),

@@ -11,7 +11,8 @@
 //!   table computed), and the [`Analysis`] writes tables and figures.
 //! - [`tables`]: [`Table`], its LaTeX and Markdown, row selection and cell
 //!   formats; [`figures`]: plotters charts (SVG and PNG).
-//! - The codecs' and transports' reports: [`alloc_profile`], [`codec_speed`],
+//! - The codecs' and transports' reports: [`alloc_profile`] (and its
+//!   [`growth_laws`]), [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
 //!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
@@ -42,6 +43,7 @@ pub mod codec_speed;
 pub mod connection_scaling;
 pub mod datastore_queries;
 pub mod fault_soak;
+pub mod growth_laws;
 pub mod heap_growth;
 pub mod instrumentation_cost;
 pub mod io_wakeup;
@@ -92,6 +94,7 @@ fn read<R: serde::de::DeserializeOwned + 'static>(run: &Run) -> Result<usize> {
 /// Every report, in the order tables are listed.
 pub const REPORTS: &[Report] = &[
     alloc_profile::REPORT,
+    growth_laws::REPORT,
     heap_growth::REPORT,
     codec_speed::REPORT,
     transport_alloc::REPORT,

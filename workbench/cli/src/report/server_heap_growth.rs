@@ -127,8 +127,25 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::si_bytes(*v),
     };
-    write_both(dir, REPORT.name, &lines, &chart)
+    let mut files = write_both(dir, REPORT.name, &lines, &chart)?;
+    // The events build's timeline of the query mix: live bytes site by
+    // site over the call index (the GROUP BY's working set and the answer
+    // buffers as what they are).
+    let mix = crate::inspect::trace::events::files_in(&run.dir)?.into_iter().find(|p| {
+        let n = p.to_string_lossy();
+        n.ends_with("-mix.events.json") || n.ends_with("-mix.events.json.gz")
+    });
+    if let Some(path) = mix {
+        let e = crate::inspect::trace::events::Events::load(&path)?;
+        let out = dir.join(format!("{TIMELINE}.svg"));
+        crate::inspect::trace::events::write_timeline(&e, &out)?;
+        files.push(out);
+    }
+    Ok(files)
 }
+
+/// The figure of the server's live heap by site over calls (the paper's).
+pub const TIMELINE: &str = "server-heap-timeline";
 
 #[cfg(test)]
 mod tests {

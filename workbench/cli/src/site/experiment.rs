@@ -41,6 +41,9 @@ pub struct Dataset<'a> {
     pub shown: Option<&'a crate::run::fingerprint::Shown>,
 }
 
+/// Sites a codec's growth-law table lists at most.
+const LAW_SITES: usize = 8;
+
 pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     let Dataset { scale, name, reports, tables, run_dir, run, claims, drawn, shown } = *d;
     let dir = dataset_dir(scale, name);
@@ -115,6 +118,39 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
         body += "<h2 id=\"traces\">dhat traces</h2>\n<p>Each cell of the dhat build left a trace: its page ranks the \
                  allocation sites and draws the flame graph.</p>\n";
         body += &page::table("traces", &["cell", "bytes", "blocks", "sites", "operations"], &trace_rows);
+    }
+
+    // Per-site growth laws, where the traces sweep the payload.
+    let laws = crate::report::growth_laws::site_laws(run_dir, &m.spec.codecs, &m.spec.payloads)?;
+    if !laws.is_empty() {
+        body += "<h2 id=\"laws\">Growth laws by site</h2>\n<p>Each site's blocks and bytes per operation of the \
+                 cell (one message's encode, decode and round trip, warm-up included) as a + b × payload over the \
+                 payloads its dhat traces cover (repetition 0), fitted on the relative error; the largest per-byte \
+                 cost first. Sites allocating less than once in ten operations at every payload are left out.</p>\n";
+        for (codec, sites) in &laws {
+            let rows: Vec<(String, Vec<String>)> = sites
+                .iter()
+                .take(LAW_SITES)
+                .map(|l| {
+                    let err = 100.0 * l.blocks.max_err.max(l.bytes.max_err);
+                    (
+                        String::new(),
+                        vec![
+                            format!("<code>{}</code>", esc(&l.site.label())),
+                            esc(&l.blocks.text()),
+                            esc(&l.bytes.text()),
+                            format!("{err:.1} %"),
+                        ],
+                    )
+                })
+                .collect();
+            body += &format!("<h3>{}</h3>\n", esc(&probe::registry::display_name(codec)));
+            if rows.is_empty() {
+                body += "<p>No site allocates once in ten operations.</p>\n";
+            } else {
+                body += &page::table(&format!("laws-{codec}"), &["site", "blocks/op", "bytes/op", "fit error"], &rows);
+            }
+        }
     }
 
     // Events files (the events build): a timeline page each.

@@ -29,6 +29,9 @@ struct File {
     before: Vec<[u64; 5]>,
     after: Vec<[u64; 5]>,
     patterns: Vec<Vec<[u64; 5]>>,
+    highs: Vec<u64>,
+    before_high: i64,
+    after_high: i64,
     runs: Vec<[u64; 3]>,
 }
 
@@ -57,6 +60,12 @@ pub struct Events {
     before: Vec<(usize, Delta)>,
     after: Vec<(usize, Delta)>,
     patterns: Vec<Vec<(usize, Delta)>>,
+    /// Per pattern: the most the heap rose within its operation above its
+    /// level at the operation's start.
+    highs: Vec<u64>,
+    /// The heap's highest point before the first operation and after the last.
+    before_high: i64,
+    after_high: i64,
     /// `(first operation, count, pattern)`, in operation order.
     runs: Vec<(u64, u64, usize)>,
 }
@@ -70,6 +79,9 @@ pub struct Timeline {
     pub total: Vec<(i64, i64)>,
     /// Per chosen site key: live bytes after each of `ops`.
     pub sites: Vec<(String, Vec<i64>)>,
+    /// The whole heap's highest point since the point before (within
+    /// operations too: a transient freed before the operation ended).
+    pub high: Vec<i64>,
 }
 
 /// What one site's live bytes do after warm-up.
@@ -121,7 +133,7 @@ impl Events {
             std::fs::read_to_string(path).map_err(io)?
         };
         let f: File = serde_json::from_str(&text).map_err(|source| TraceError::Json { path: p(), source })?;
-        if f.events_file_version != 1 {
+        if f.events_file_version != 2 {
             return Err(TraceError::Version { path: p(), found: f.events_file_version });
         }
         let frames: Vec<Frame> = f.ftbl.iter().map(|s| Frame::parse(s)).collect();
@@ -150,15 +162,42 @@ impl Events {
         let runs: Vec<(u64, u64, usize)> = f.runs.iter().map(|r| (r[0], r[1], r[2] as usize)).collect();
         if !(check(&before) && check(&after) && patterns.iter().all(|p| check(p)))
             || runs.iter().any(|r| r.2 >= patterns.len())
+            || f.highs.len() != patterns.len()
         {
             return Err(TraceError::FrameIndex { path: p(), site: sites.len(), frame: 0, frames: frames.len() });
         }
-        Ok(Events { path: p(), cmd: f.cmd, sites, before, after, patterns, runs })
+        Ok(Events {
+            path: p(),
+            cmd: f.cmd,
+            sites,
+            before,
+            after,
+            patterns,
+            highs: f.highs,
+            before_high: f.before_high,
+            after_high: f.after_high,
+            runs,
+        })
     }
 
     /// Operations recorded (the last run's end).
     pub fn operations(&self) -> u64 {
         self.runs.last().map_or(0, |r| r.0 + r.1)
+    }
+
+    /// Allocations and bytes allocated over the whole recording (before,
+    /// every operation, after): what heaptrack calls allocation calls.
+    pub fn totals(&self) -> (u64, u64) {
+        let sum = |v: &[(usize, Delta)], times: u64| {
+            v.iter().fold((0, 0), |a: (u64, u64), (_, d)| (a.0 + d.allocs * times, a.1 + d.bytes * times))
+        };
+        let mut t = sum(&self.before, 1);
+        for (_, count, p) in &self.runs {
+            let x = sum(&self.patterns[*p], *count);
+            t = (t.0 + x.0, t.1 + x.1);
+        }
+        let x = sum(&self.after, 1);
+        (t.0 + x.0, t.1 + x.1)
     }
 
     /// Runs of identical operations: how well the file compressed.
@@ -228,9 +267,12 @@ impl Events {
             ops: Vec::new(),
             total: Vec::new(),
             sites: keys.iter().map(|k| (k.clone(), Vec::new())).collect(),
+            high: Vec::new(),
         };
+        let mut high = self.before_high.max(now.0);
         for &(first, count, p) in &self.runs {
             let pat = &self.patterns[p];
+            let above = self.highs[p] as i64;
             let (db, dk) = pat.iter().fold((0, 0), |a, (_, d)| (a.0 + d.live().0, a.1 + d.live().1));
             let mut site_d = vec![0i64; keys.len()];
             for (s, d) in pat {
@@ -239,6 +281,7 @@ impl Events {
                 }
             }
             for op in first..first + count {
+                high = high.max(now.0 + above);
                 now = (now.0 + db, now.1 + dk);
                 for (v, d) in site_now.iter_mut().zip(&site_d) {
                     *v += d;
@@ -246,6 +289,8 @@ impl Events {
                 if (op + 1) % every == 0 || op + 1 == n {
                     t.ops.push(op);
                     t.total.push(now);
+                    t.high.push(high.max(now.0));
+                    high = now.0;
                     for (series, v) in t.sites.iter_mut().zip(&site_now) {
                         series.1.push(*v);
                     }
@@ -259,6 +304,23 @@ impl Events {
     pub fn peak(&self) -> Option<(u64, i64)> {
         let t = self.timeline(&[], 1);
         t.ops.iter().zip(&t.total).max_by_key(|(op, v)| (v.0, std::cmp::Reverse(**op))).map(|(op, v)| (*op, v.0))
+    }
+
+    /// The heap's highest point of the whole run, within operations too
+    /// (what dhat and heaptrack call the peak): its bytes, and the operation
+    /// during which it was reached (`None`: before the first or after the last).
+    pub fn high(&self) -> (Option<u64>, i64) {
+        let t = self.timeline(&[], 1);
+        let mut best = (None, self.before_high);
+        for (op, h) in t.ops.iter().zip(&t.high) {
+            if *h > best.1 {
+                best = (Some(*op), *h);
+            }
+        }
+        if self.after_high > best.1 {
+            best = (None, self.after_high);
+        }
+        best
     }
 
     /// Every site's live bytes from the end of warm-up (`warmup` operations)
@@ -350,6 +412,24 @@ impl Events {
         }
         out.sort_by(|a, b| b.slope.total_cmp(&a.slope).then_with(|| a.key.cmp(&b.key)));
         out
+    }
+}
+
+/// The whole heap after warm-up, in one phrase for a table: `flat at
+/// 1.2 KiB`, `+3.1 KiB, not rising at the end`, or `LEAK: +2.0 B per
+/// operation (1 site)`, from [`Events::growth`].
+pub fn verdict(e: &Events, warmup: u64) -> String {
+    let g = e.growth(warmup);
+    let (from, to) = g.iter().fold((0i64, 0i64), |a, x| (a.0 + x.from, a.1 + x.to));
+    let leaks: Vec<&Growth> = g.iter().filter(|x| x.leak).collect();
+    if !leaks.is_empty() {
+        let slope: f64 = leaks.iter().map(|x| x.slope).sum();
+        return format!("LEAK: {slope:+.2} B per operation ({} site(s))", leaks.len());
+    }
+    if to > from {
+        format!("{} more at the end, not rising", crate::fmt::bytes((to - from) as f64))
+    } else {
+        format!("flat at {}", crate::fmt::bytes(to.max(0) as f64))
     }
 }
 
@@ -445,15 +525,24 @@ pub fn render_live(e: &Events, at: At, limit: usize) -> String {
 /// grows after warm-up, with its slope and evidence; leaks flagged.
 pub fn render_growth(e: &Events, warmup: u64) -> String {
     use crate::fmt::thousands;
+    let (allocs, bytes) = e.totals();
     let mut s = format!(
-        "{}\n{} operations in {} runs of identical operations\n",
+        "{}\n{} operations in {} runs of identical operations; {} allocations, {} B allocated in all\n",
         e.path.display(),
         thousands(e.operations()),
-        e.runs()
+        e.runs(),
+        thousands(allocs),
+        thousands(bytes)
     );
     if let Some((op, b)) = e.peak() {
-        s += &format!("peak: {} B after operation {}\n", thousands(b.max(0) as u64), thousands(op));
+        s += &format!("peak between operations: {} B after operation {}\n", thousands(b.max(0) as u64), thousands(op));
     }
+    let (op, b) = e.high();
+    s += &format!(
+        "highest point: {} B {} (within an operation counts: the peak dhat and heaptrack report)\n",
+        thousands(b.max(0) as u64),
+        op.map_or("outside the operations".to_string(), |o| format!("during operation {}", thousands(o)))
+    );
     let g = e.growth(warmup);
     let growing: Vec<&Growth> = g.iter().filter(|x| x.to > x.from && x.new_highs > 0).collect();
     s += &format!(
@@ -498,10 +587,16 @@ pub fn write_timeline(e: &Events, out: &Path) -> anyhow::Result<()> {
         .unzip();
     let t = e.timeline(&top, (e.operations() / POINTS).max(1));
     let x = |i: usize| t.ops[i] as f64 + 1.0;
-    let mut lines = vec![Line {
-        label: "whole heap".into(),
-        points: t.total.iter().enumerate().map(|(i, v)| (x(i), v.0 as f64)).collect(),
-    }];
+    let mut lines = vec![
+        Line {
+            label: "whole heap, highest within operations".into(),
+            points: t.high.iter().enumerate().map(|(i, v)| (x(i), *v as f64)).collect(),
+        },
+        Line {
+            label: "whole heap".into(),
+            points: t.total.iter().enumerate().map(|(i, v)| (x(i), v.0 as f64)).collect(),
+        },
+    ];
     let named: Vec<f64> = (0..t.ops.len()).map(|i| t.sites.iter().map(|(_, v)| v[i] as f64).sum()).collect();
     for ((_, v), label) in t.sites.iter().zip(&labels) {
         let label: String = label.chars().take(48).collect();
@@ -540,7 +635,7 @@ mod tests {
     /// Two sites: a buffer allocated and freed every operation, and one
     /// that keeps 100 bytes an operation from operation 10 on (a leak).
     fn file(dir: &Path) -> PathBuf {
-        let text = r#"{"eventsFileVersion":1,"cmd":"subject --cell {\"messages\":40,\"seed\":1}",
+        let text = r#"{"eventsFileVersion":2,"highs":[16,116],"beforeHigh":64,"afterHigh":3064,"cmd":"subject --cell {\"messages\":40,\"seed\":1}",
             "ftbl":["0x1: alloc::vec::Vec<T>::with_capacity (v.rs:1:1)","0x2: subjects::codecs::zap::decode (zap.rs:3:1)",
                     "0x3: subjects::experiments::heap_growth::run_loop (h.rs:9:1)"],
             "sites":[[0,2],[0,1,2]],
@@ -559,6 +654,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let e = Events::load(&file(&dir)).unwrap();
         assert_eq!((e.operations(), e.runs()), (40, 2));
+        assert_eq!(e.totals(), (1 + 10 + 30 * 2, 64 + 10 * 16 + 30 * 116));
         let total = |n: Option<u64>| e.live_at(n).iter().map(|x| x.2).sum::<i64>();
         assert_eq!(total(None), 64);
         assert_eq!(total(Some(9)), 64, "the per-operation buffer is freed within each operation");
@@ -569,6 +665,10 @@ mod tests {
         assert_eq!(t.ops, [9, 19, 29, 39]);
         assert_eq!(t.total.iter().map(|x| x.0).collect::<Vec<_>>(), [64, 1064, 2064, 3064]);
         assert_eq!(e.peak(), Some((39, 3064)));
+        // Within each operation the 16-byte buffer stands on the level: the
+        // highest point is during the last operation, 16 B above its end.
+        assert_eq!(t.high, [64 + 16, 1064 + 16, 2064 + 16, 3064 + 16]);
+        assert_eq!(e.high(), (Some(39), 3064 + 16));
         let g = e.growth(4);
         let leak = g.iter().find(|x| x.leak).expect("the growing site is flagged");
         assert!(leak.key.contains("subjects::codecs::zap::decode"), "{}", leak.key);
@@ -576,12 +676,14 @@ mod tests {
         assert_eq!(g.iter().filter(|x| x.leak).count(), 1, "the per-operation buffer is flat");
         let text = render_growth(&e, 4);
         assert!(text.contains("1 flagged as leaks"), "{text}");
+        assert_eq!(verdict(&e, 4), format!("LEAK: {:+.2} B per operation (1 site(s))", leak.slope));
         // Against a run without the leak, at the same operation: the leaking
         // site's live bytes are the whole difference.
         let fixed = dir.join("fixed.events.json");
         let text = std::fs::read_to_string(file(&dir)).unwrap().replace("[1,1,100,0,0]", "[1,1,100,1,100]");
         std::fs::write(&fixed, text).unwrap();
         let f = Events::load(&fixed).unwrap();
+        assert_eq!(verdict(&f, 4), format!("flat at {}", crate::fmt::bytes(64.0)));
         let (a, b) = (e.live_trace(At::Op(20)), f.live_trace(At::Op(20)));
         let d = super::super::diff(&a, &b);
         assert_eq!(d.len(), 1, "{d:?}");
