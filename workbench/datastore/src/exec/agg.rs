@@ -6,7 +6,7 @@
 //! float sum — is the same whatever the number of threads.
 
 use super::group::{
-    column_keys, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner, Rows, ABSENT,
+    column_keys, constant_key, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner, Rows, ABSENT,
 };
 use super::memory::{map_bytes, map_growth, vec_bytes, vec_growth};
 use super::quantile::{Quant, Refine, Resolved};
@@ -55,9 +55,23 @@ fn ext_f64(v: &[f64], rows: Rows, max: bool) -> Option<f64> {
         let b = f.to_bits() as i64;
         b ^ ((((b >> 63) as u64) >> 1) as i64)
     };
+    // PERF: eight independent lanes, as sum_f64 keeps: `Iterator::max` is
+    // one chain of compares (8 % of the group-by query's CPU, perf, 10M rows).
+    let lanes = |xs: &[f64], max: bool| -> Option<i64> {
+        let pick = |a: i64, b: i64| if max { a.max(b) } else { a.min(b) };
+        let first = key(xs.first()?);
+        let mut acc = [first; 8];
+        let chunks = xs.chunks_exact(8);
+        let rest = chunks.remainder().iter().map(key).fold(first, pick);
+        for c in chunks {
+            for k in 0..8 {
+                acc[k] = pick(acc[k], key(&c[k]));
+            }
+        }
+        Some(acc.into_iter().fold(rest, pick))
+    };
     let best = match (rows, max) {
-        (Rows::Span(a, b), true) => v[a..b].iter().map(key).max(),
-        (Rows::Span(a, b), false) => v[a..b].iter().map(key).min(),
+        (Rows::Span(a, b), _) => lanes(&v[a..b], max),
         (Rows::Sel(s), true) => s.iter().map(|&i| key(&v[i as usize])).max(),
         (Rows::Sel(s), false) => s.iter().map(|&i| key(&v[i as usize])).min(),
     };
@@ -251,7 +265,10 @@ impl Acc {
                 Acc::Quantile(q) => {
                     let q = &mut q[g];
                     let before = q.heap_bytes();
-                    each_f64(col(), rows, Group::One(0), |_, x| q.push(x));
+                    match (col(), rows) {
+                        (ColumnData::F64(v), Rows::Span(a, b)) => q.push_slice(&v[a..b]),
+                        (c, _) => each_f64(c, rows, Group::One(0), |_, x| q.push(x)),
+                    }
                     return q.heap_bytes() as isize - before as isize;
                 }
                 _ => {}
@@ -490,6 +507,11 @@ impl Partial {
         if q.group_by.is_empty() {
             return Batch::One(0);
         }
+        if let [c] = q.group_by[..] {
+            if let Some(k) = constant_key(&cols[c], rows, &mut self.interner) {
+                return Batch::One(self.groups.intern(&[k]).0 as usize);
+            }
+        }
         for (k, &c) in q.group_by.iter().enumerate() {
             column_keys(&cols[c], rows, &mut self.interner, &mut self.keycols[k]);
         }
@@ -599,6 +621,11 @@ impl Partial {
     ) -> Option<Group<'s>> {
         if q.group_by.is_empty() {
             return Some(Group::One(0));
+        }
+        if let [c] = q.group_by[..] {
+            if let Some(k) = constant_key(&cols[c], rows, &mut s.interner) {
+                return self.groups.find(&[k]).map(|g| Group::One(g as usize));
+            }
         }
         s.keycols.resize_with(q.group_by.len(), Vec::new);
         for (k, &c) in q.group_by.iter().enumerate() {

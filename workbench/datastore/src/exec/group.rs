@@ -137,6 +137,36 @@ pub(super) fn column_keys(col: &ColumnData, rows: Rows, interner: &mut Interner,
     }
 }
 
+/// The one key every row of `rows` holds in `col`, if they all hold one
+/// (an integer or a dictionary code; strings are left to [`column_keys`]).
+// PERF: on a table sorted by the group key nearly every granule holds one
+// key; checking that is a vectorised compare over the codes, where
+// [`column_keys`] and [`uniform`] gathered, mapped and compared every row
+// (7 % of the group-by query's CPU, perf, 10M rows).
+pub(super) fn constant_key(col: &ColumnData, rows: Rows, interner: &mut Interner) -> Option<u64> {
+    fn same<T: Copy + PartialEq>(v: &[T], rows: Rows) -> Option<T> {
+        match rows {
+            Rows::Span(a, b) if b > a => {
+                let k = v[a];
+                // Branch-free within a chunk, so the compare vectorises.
+                let chunks = v[a..b].chunks(64);
+                chunks.into_iter().all(|c| c.iter().fold(true, |same, &x| same & (x == k))).then_some(k)
+            }
+            _ => None,
+        }
+    }
+    match col {
+        ColumnData::U64(v) => same(v, rows),
+        ColumnData::I64(v) => same(v, rows).map(|x| x as u64),
+        ColumnData::Dict { keys, dict } => {
+            let k = same(keys, rows)?;
+            let slot = interner.dict_slot(dict);
+            Some(interner.dicts[slot].1[k as usize] as u64)
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn is_string(t: ColumnType) -> bool {
     matches!(t, ColumnType::String | ColumnType::LowCardinalityString)
 }

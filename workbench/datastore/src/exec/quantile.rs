@@ -16,13 +16,12 @@ const BITS: u32 = 16;
 const BUCKETS: usize = 1 << BITS;
 
 /// The f64's bits, mapped so that integer order is `f64::total_cmp` order.
+// PERF: branch-free (a negative value flips every bit, a positive one its
+// sign bit), so the histogram loops vectorise their key computation.
+#[inline(always)]
 pub(super) fn order_key(x: f64) -> u64 {
     let b = x.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | 1 << 63
-    }
+    b ^ (((b as i64 >> 63) as u64) | 1 << 63)
 }
 
 fn from_order_key(k: u64) -> f64 {
@@ -60,6 +59,24 @@ impl Quant {
         cap * 8 + if spilled { BUCKETS * 4 } else { 0 }
     }
 
+    /// Pushes a run of one group's values.
+    // PERF: a granule inside one key's run (the paper's table is sorted by
+    // the group key) is one call, not a call a value: the histogram loop
+    // then holds nothing but the key and the increment. Quant::push called
+    // per value was 15 % of the group-by query's CPU (perf, 10M rows).
+    pub fn push_slice(&mut self, xs: &[f64]) {
+        match &mut self.hist {
+            Some(h) => {
+                self.n += xs.len() as u64;
+                for &x in xs {
+                    h[(order_key(x) >> (64 - BITS)) as usize] += 1;
+                }
+            }
+            None => xs.iter().for_each(|&x| self.push(x)),
+        }
+    }
+
+    #[inline]
     pub fn push(&mut self, x: f64) {
         self.n += 1;
         match &mut self.hist {
@@ -73,6 +90,8 @@ impl Quant {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn spill(&mut self) {
         let h = self.hist.get_or_insert_with(|| vec![0u32; BUCKETS].into_boxed_slice());
         for x in self.values.drain(..) {
