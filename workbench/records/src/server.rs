@@ -32,6 +32,7 @@ pub struct Stats {
 
 /// throughput: the closed loop of every engine, query and concurrency.
 pub mod throughput {
+    pub use super::Floor;
     use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,7 @@ pub mod throughput {
         Peer(Peer),
         Query(Query),
         Rss(Rss),
+        Floor(Floor),
     }
 
     /// The peer engine (ClickHouse in chDB), once per threads setting:
@@ -217,8 +219,20 @@ pub mod connection_scaling {
     }
 }
 
+/// The floor under one query (`server::floor`): one timed streaming read
+/// of the bytes it must touch, on `threads` threads (0: every core).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    pub threads: u64,
+    pub query: String,
+    pub run: u64,
+    pub bytes: u64,
+    pub ms: f64,
+}
+
 /// datastore-queries: the engine alone.
 pub mod datastore_queries {
+    pub use super::Floor;
     use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,6 +241,7 @@ pub mod datastore_queries {
         Table(Table),
         Query(Query),
         Memory(Memory),
+        Floor(Floor),
     }
 
     /// The loaded table.

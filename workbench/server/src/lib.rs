@@ -45,6 +45,7 @@ pub mod chain;
 pub mod client;
 pub mod connection;
 pub mod experiments;
+pub mod floor;
 pub mod fuzzing;
 pub mod handler;
 pub mod limits;

@@ -8,7 +8,7 @@ use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table, TableCell};
 use anyhow::Result;
 use probe::registry;
-use records::server::datastore_queries::{Memory, Query, Record};
+use records::server::datastore_queries::{Floor, Memory, Query, Record};
 
 pub const REPORT: Report = Report::of::<Record>(registry::DATASTORE_QUERIES, table, None);
 
@@ -20,6 +20,21 @@ pub fn threads_label(threads: u64) -> String {
         n => format!("{n} threads"),
     }
 }
+
+/// A query's floor at a threads setting: the median of its timed reads
+/// (ms) and the bytes read, if the run measured it.
+pub fn floor_of(floors: &[&Floor], query: &str, threads: u64) -> Option<(f64, u64)> {
+    let f: Vec<&&Floor> = floors.iter().filter(|f| f.query == query && f.threads == threads).collect();
+    let ms: Vec<f64> = f.iter().map(|f| f.ms).collect();
+    Some((median(&ms)?, f.first()?.bytes))
+}
+
+/// What the floor columns' caption says (the throughput table's too).
+pub const FLOOR_CAPTION: &str = "Floor: this machine reading the bytes the query must touch at all (per row, \
+     the declared width of each column it reads, a LowCardinality key of four values one byte; filtered-count only \
+     its category's quarter of the rows, which the primary index finds) as one streaming sum at the same threads \
+     setting, median of as many reads as the query has runs, measured in the same run; × floor is the query's \
+     median over it, so a query at 3× spends two thirds of its time above the memory traffic it cannot avoid.";
 
 /// The loaded table, from its record.
 pub fn loaded(run: &Run) -> Result<Option<records::server::datastore_queries::Table>> {
@@ -36,11 +51,13 @@ pub fn table_rows(run: &Run) -> Result<Option<u64>> {
 
 fn table(run: &Run) -> Result<Table> {
     let all = run.rows::<Record>()?;
-    let (mut queries, mut memory): (Vec<&Query>, Vec<&Memory>) = (Vec::new(), Vec::new());
+    let (mut queries, mut memory, mut floors): (Vec<&Query>, Vec<&Memory>, Vec<&Floor>) =
+        (Vec::new(), Vec::new(), Vec::new());
     for r in &all {
         match &r.record {
             Record::Query(q) => queries.push(q),
             Record::Memory(m) => memory.push(m),
+            Record::Floor(f) => floors.push(f),
             Record::Table(_) => {}
         }
     }
@@ -66,12 +83,15 @@ fn table(run: &Run) -> Result<Table> {
                 let v: Vec<f64> = memory.iter().filter(|m| m.threads == threads).map(|m| f(m) as f64).collect();
                 median(&v).map_or_else(dash, fmt::bytes)
             };
+            let floor = floor_of(&floors, query, threads);
             rows.push(row![
                 query.to_string(),
                 threads_label(threads),
                 TableCell::ranged(fmt::sig3(med), fmt::sig3(lo), fmt::sig3(hi)),
                 ms.len().to_string(),
                 rows_n.map_or_else(dash, |n| fmt::sig3(n as f64 / (med / 1e3) / 1e6)),
+                floor.map_or_else(dash, |f| fmt::sig3(f.0)),
+                floor.map_or_else(dash, |f| format!("{}×", fmt::sig3(med / f.0))),
                 mem(|m| m.rss_after_bytes),
                 mem(|m| m.rss_peak_bytes),
             ]);
@@ -85,11 +105,21 @@ fn table(run: &Run) -> Result<Table> {
              one part), timed in a process that only opened the table and runs them, interleaved, after one \
              warm-up round; median [min, max] over the runs. With every core a query scans on as many threads \
              as idle cores; with one thread, on its own. RSS of that process after the mix and at its peak \
-             (opening the table included).",
+             (opening the table included). {FLOOR_CAPTION}",
             rows_n.map_or_else(|| "?".into(), fmt::thousands),
             disk.map_or_else(dash, fmt::bytes),
         ),
-        header: vec!["Query", "Threads", "Median (ms)", "Runs", "M rows/s", "RSS after the mix", "Peak RSS"],
+        header: vec![
+            "Query",
+            "Threads",
+            "Median (ms)",
+            "Runs",
+            "M rows/s",
+            "Floor (ms)",
+            "× floor",
+            "RSS after the mix",
+            "Peak RSS",
+        ],
         rows,
         source: source_of(run),
     })
@@ -120,6 +150,10 @@ mod tests {
             (server("system", 0), q(0, 1, 5.0)),
             (
                 server("system", 0),
+                Record::Floor(Floor { threads: 1, query: "filtered-count".into(), run: 1, bytes: 9, ms: 4.0 }),
+            ),
+            (
+                server("system", 0),
                 Record::Memory(Memory { threads: 1, rss_open_bytes: 1, rss_after_bytes: 2048, rss_peak_bytes: 4096 }),
             ),
         ];
@@ -131,6 +165,9 @@ mod tests {
         // 1M rows in 20 ms: 50 M rows/s.
         assert_eq!(cell(&t, &key, "M rows/s"), fmt::sig3(50.0));
         assert_eq!(cell(&t, &key, "Peak RSS"), fmt::bytes(4096.0));
+        assert_eq!(cell(&t, &key, "Floor (ms)"), fmt::sig3(4.0));
+        assert_eq!(cell(&t, &key, "× floor"), format!("{}×", fmt::sig3(5.0)));
+        assert_eq!(cell(&t, &["filtered-count", "every core"], "× floor"), dash());
         assert_eq!(cell(&t, &["filtered-count", "every core"], "Peak RSS"), dash());
         assert!(t.caption.contains("1,000,000 rows"), "{}", t.caption);
     }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub const REPORT: Report = Report::of::<Record>(registry::THROUGHPUT, table, Some(figure));
 
 pub const VERSUS: Report =
-    Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::THROUGHPUT, versus, None) };
+    Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::THROUGHPUT, versus, Some(roofline)) };
 
 /// A run's records by kind, in the order written (build-stages' too, each
 /// with its build).
@@ -26,17 +26,19 @@ pub(crate) struct Data {
     pub queries: Vec<(String, Query)>,
     pub rss: Vec<(String, Rss)>,
     pub peers: Vec<Peer>,
+    pub floors: Vec<records::server::Floor>,
 }
 
 impl Data {
     pub fn of(run: &Run) -> Result<Data> {
-        let mut d = Data { queries: Vec::new(), rss: Vec::new(), peers: Vec::new() };
+        let mut d = Data { queries: Vec::new(), rss: Vec::new(), peers: Vec::new(), floors: Vec::new() };
         for r in run.each::<Record>() {
             let r = r?;
             match r.record {
                 Record::Query(q) => d.queries.push((r.cell.variant.to_string(), q)),
                 Record::Rss(x) => d.rss.push((r.cell.variant.to_string(), x)),
                 Record::Peer(p) => d.peers.push(p),
+                Record::Floor(f) => d.floors.push(f),
             }
         }
         Ok(d)
@@ -246,6 +248,23 @@ fn versus(run: &Run) -> Result<Table> {
     let show = |v: Option<f64>| v.map_or_else(dash, fmt::sig3);
     let scaling: Vec<(String, Option<f64>)> = queries.iter().map(|n| (n.clone(), peer_scaling(&d, n))).collect();
     let concurrent = scaling.iter().all(|(_, s)| s.is_some_and(|s| s >= PEER_SCALING_FLOOR));
+    let floors: Vec<&records::server::Floor> = d.floors.iter().collect();
+    // At one client a query's latency is its time alone: over its floor.
+    let times_floor = |query: &str, c: u64, ours: &str, peer: &str, threads: u64| -> String {
+        let Some((floor, _)) = super::datastore_queries::floor_of(&floors, query, threads).filter(|_| c == 1) else {
+            return dash();
+        };
+        let x = |engine: &str| {
+            median(&d.query(engine, query, c, None, |q| Some(q.p50_ms)))
+                .map_or_else(dash, |ms| format!("{}×", fmt::sig3(ms / floor)))
+        };
+        format!("{} / {}", x(ours), x(peer))
+    };
+    let floor_ms = |query: &str, c: u64, threads: u64| -> String {
+        super::datastore_queries::floor_of(&floors, query, threads)
+            .filter(|_| c == 1)
+            .map_or_else(dash, |f| fmt::sig3(f.0))
+    };
     let mut rows = Vec::new();
     for query in &queries {
         for &c in levels.iter().filter(|&&c| c == 1 || concurrent) {
@@ -258,6 +277,10 @@ fn versus(run: &Run) -> Result<Table> {
                 show(qps("ours-1-thread", query, c)?),
                 show(qps("clickhouse-1-thread", query, c)?),
                 ratio("ours-1-thread", "clickhouse-1-thread", query, c)?,
+                floor_ms(query, c, 0),
+                times_floor(query, c, "ours", "clickhouse", 0),
+                floor_ms(query, c, 1),
+                times_floor(query, c, "ours-1-thread", "clickhouse-1-thread", 1),
             ]);
         }
     }
@@ -297,11 +320,12 @@ fn versus(run: &Run) -> Result<Table> {
              its median and range over the rounds; each round ran both engines, ours first in even rounds and \
              ClickHouse first in odd ones. First with every core on both sides (ours: as many threads a query as \
              the server's CPU budget grants; ClickHouse: its default), then with one thread a query on both \
-             sides. Our server's RSS through the whole mix, sampled every 100 ms: median {}, peak {}.{}{}",
+             sides. Our server's RSS through the whole mix, sampled every 100 ms: median {}, peak {}.{}{} At one client, each engine's median latency over the query's floor. {}",
             median(&rss).map_or_else(dash, fmt::bytes),
             peak.map_or_else(dash, fmt::bytes),
             scaling_note,
             peer_note(&d)?,
+            super::datastore_queries::FLOOR_CAPTION,
         ),
         header: vec![
             "Query",
@@ -312,10 +336,68 @@ fn versus(run: &Run) -> Result<Table> {
             "Ours QPS (1 thread)",
             "ClickHouse QPS (1 thread)",
             "Ours ÷ ClickHouse (1 thread)",
+            "Floor (ms)",
+            "× floor, ours / ClickHouse",
+            "Floor (ms, 1 thread)",
+            "× floor, ours / ClickHouse (1 thread)",
         ],
         rows,
         source: source_of(run),
     })
+}
+
+/// Roofline-style: each query's time at one client against the bytes it
+/// must touch, ours and ClickHouse's, every core and one thread, beside the
+/// floor (this machine reading those bytes) at each setting.
+fn roofline(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let d = Data::of(run)?;
+    if d.floors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let floors: Vec<&records::server::Floor> = d.floors.iter().collect();
+    let mut queries: Vec<(String, u64)> = Vec::new();
+    for f in &d.floors {
+        if !queries.iter().any(|q| q.0 == f.query) {
+            queries.push((f.query.clone(), f.bytes));
+        }
+    }
+    queries.sort_by_key(|q| q.1);
+    let mut lines = Vec::new();
+    for (label, threads) in [("floor, every core", 0), ("floor, 1 thread", 1)] {
+        let points = queries
+            .iter()
+            .filter_map(|(q, b)| Some((*b as f64, super::datastore_queries::floor_of(&floors, q, threads)?.0)))
+            .collect();
+        lines.push(Line { label: label.into(), points });
+    }
+    for (engine, label) in [
+        ("ours", "ours, every core"),
+        ("clickhouse", "ClickHouse, every core"),
+        ("ours-1-thread", "ours, 1 thread"),
+        ("clickhouse-1-thread", "ClickHouse, 1 thread"),
+    ] {
+        let points: Vec<(f64, f64)> = queries
+            .iter()
+            .filter_map(|(q, b)| Some((*b as f64, median(&d.query(engine, q, 1, None, |x| Some(x.p50_ms)))?)))
+            .collect();
+        if !points.is_empty() {
+            lines.push(Line { label: label.into(), points });
+        }
+    }
+    let (xmin, xmax, ymin, ymax) = extent(&lines);
+    let names = queries.iter().map(|q| q.0.as_str()).collect::<Vec<_>>().join(", ");
+    let chart = Chart {
+        title: format!("Each query's time over its floor, one client ({names}; {})", run.manifest.run_id),
+        x_desc: "bytes the query must touch (log)",
+        y_desc: "median latency (ms, log)",
+        x_log: true,
+        x_range: (xmin * 0.7, xmax * 1.4),
+        y_log_floor: true,
+        y_range: (ymin * 0.5, ymax * 2.0),
+        x_fmt: &|v| fmt::si_bytes(*v),
+        y_fmt: &|v| fmt::sig3(*v),
+    };
+    write_both(dir, VERSUS.name, &lines, &chart)
 }
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {

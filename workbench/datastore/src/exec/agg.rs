@@ -6,7 +6,8 @@
 //! float sum — is the same whatever the number of threads.
 
 use super::group::{
-    column_keys, constant_key, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner, Rows, ABSENT,
+    column_keys, constant_key, each, each_f64, is_string, key_value, uniform, Batch, FastSet, Group, Groups, Interner,
+    Rows, ABSENT,
 };
 use super::memory::{map_bytes, map_growth, vec_bytes, vec_growth};
 use super::quantile::{Quant, Refine, Resolved};

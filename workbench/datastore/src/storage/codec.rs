@@ -420,7 +420,14 @@ mod tests {
         }
         // Dictionary keys: one key a granule.
         let dict = Arc::new(vec!["api".to_string(), "web".to_string()]);
-        encode(ColumnType::LowCardinalityString, Codec::Lz4, &ColumnData::U64(vec![]), Some(&[1; 8192]), &mut raw, &mut out);
+        encode(
+            ColumnType::LowCardinalityString,
+            Codec::Lz4,
+            &ColumnData::U64(vec![]),
+            Some(&[1; 8192]),
+            &mut raw,
+            &mut out,
+        );
         assert_eq!(out.len(), HEADER + 1);
         let mut back = ColumnData::U64(Vec::new());
         decode(ColumnType::LowCardinalityString, &out, Some(&dict), &mut raw, &mut back).unwrap();

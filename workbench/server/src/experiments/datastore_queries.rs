@@ -6,7 +6,8 @@
 //! For each `threads` setting (0 = every core): one warm-up round, then
 //! `runs` rounds of the three queries interleaved; each query's time per
 //! run, and the process's RSS after opening the table, after the mix, and
-//! at its peak.
+//! at its peak. Then each query's floor ([`crate::floor`]): `runs` timed
+//! reads of the bytes it must touch, at the same threads setting.
 //!
 //! Params: `rows`, `batch` (rows per insert when loading), `runs`, `threads`.
 //! Records: [`records::server::datastore_queries`].
@@ -14,7 +15,7 @@
 use super::{progress, Cell, Driver, Records};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::datastore_queries::{Memory, Query, Record, Table};
+use records::server::datastore_queries::{Floor, Memory, Query, Record, Table};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -97,5 +98,39 @@ pub fn engine(data: &Path, runs: usize, threads: usize) -> Result<()> {
         rss_open_bytes: rss_open,
         rss_after_bytes: rss_after,
         rss_peak_bytes: rss_peak,
-    }))
+    }))?;
+    // The floors, after the memory figures so that their buffer is not in them.
+    let rows: u64 = db.table("t")?.snapshot().iter().map(|p| p.meta.rows).sum();
+    floors(&mut out, rows, runs, threads, Record::Floor)
+}
+
+/// Emits `runs` timed reads of each workload query's touched bytes
+/// ([`crate::floor`]) at `threads`, after one untimed read to warm the buffer.
+pub fn floors<R: serde::Serialize>(
+    out: &mut Records,
+    rows: u64,
+    runs: usize,
+    threads: usize,
+    wrap: impl Fn(Floor) -> R,
+) -> Result<()> {
+    let sizes: Vec<(&str, u64)> =
+        workload::QUERIES.iter().filter_map(|(q, _)| Some((*q, crate::floor::touched(q, rows)?))).collect();
+    let Some(max) = sizes.iter().map(|s| s.1).max() else { return Ok(()) };
+    let buf = crate::floor::buffer(max);
+    for run in 0..=runs {
+        for &(query, bytes) in &sizes {
+            let words = (bytes.div_ceil(8) as usize).min(buf.len());
+            let ms = crate::floor::read_ms(&buf[..words], threads);
+            if run > 0 {
+                out.emit(&wrap(Floor {
+                    threads: threads as u64,
+                    query: query.to_string(),
+                    run: run as u64,
+                    bytes,
+                    ms,
+                }))?;
+            }
+        }
+    }
+    Ok(())
 }

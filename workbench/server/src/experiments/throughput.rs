@@ -28,7 +28,9 @@
 //! query, concurrency and round; memory samples through the mix (ours:
 //! VmRSS; ClickHouse: the PSS summed over the client processes running);
 //! one peer record per ClickHouse setting: whether the peer ran, its
-//! version, the max_threads in effect, its active part count, or why not.
+//! version, the max_threads in effect, its active part count, or why not;
+//! per query and threads setting of ours, `rounds` floor records (the
+//! bytes it must touch read once, [`crate::floor`]), after the engines stop.
 //!
 //! Every answer is checked: ours equal to our first answer of the query
 //! (exactly), each ClickHouse client's answers equal to its own first (in
@@ -239,6 +241,11 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     result?;
     for (_, s) in servers {
         s.stop()?;
+    }
+    // Each query's floor at each of our threads settings, on the quiet
+    // machine the engines have just left ([`crate::floor`]).
+    for &t in &our_threads {
+        super::datastore_queries::floors(out, rows, rounds, t as usize, Record::Floor)?;
     }
     Ok(())
 }
