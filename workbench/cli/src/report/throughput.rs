@@ -385,9 +385,8 @@ fn roofline(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         }
     }
     let (xmin, xmax, ymin, ymax) = extent(&lines);
-    let names = queries.iter().map(|q| q.0.as_str()).collect::<Vec<_>>().join(", ");
     let chart = Chart {
-        title: format!("Each query's time over its floor, one client ({names}; {})", run.manifest.run_id),
+        title: format!("Query time against its floor, one client ({})", run.manifest.run_id),
         x_desc: "bytes the query must touch (log)",
         y_desc: "median latency (ms, log)",
         x_log: true,
