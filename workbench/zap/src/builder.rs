@@ -28,6 +28,11 @@ impl Storage for Vec<u8> {
     fn clear(&mut self) {
         Vec::clear(self)
     }
+    // PERF: inlined, so that a root's reservation (a constant: header plus
+    // the struct's fixed size) is a few vector stores, not a call to a
+    // memcpy of unknown length: perf put this call at 9 % of the vote's
+    // encode, whose whole cost was 3.7× a memcpy of the same bytes.
+    #[inline]
     fn extend_zeroed(&mut self, n: usize) -> bool {
         // PERF: `resize` wrote the zeros a byte at a time (callgrind: a third
         // of encoding a one-row answer); the padding and fixed sections a
@@ -39,6 +44,7 @@ impl Storage for Vec<u8> {
         }
         true
     }
+    #[inline]
     fn extend_from(&mut self, data: &[u8]) -> bool {
         self.extend_from_slice(data);
         true
@@ -138,6 +144,7 @@ impl<S: Storage> Builder<S> {
     }
 
     /// Starts a new message whose root is a `T`, discarding the previous one.
+    #[inline]
     pub fn root<T: Schema>(&mut self) -> T::Builder<'_, S> {
         let pos = self.start_root(T::SIZE);
         T::builder(StructBuilder { b: self, pos, size: T::SIZE })
@@ -149,6 +156,7 @@ impl<S: Storage> Builder<S> {
         StructBuilder { b: self, pos, size }
     }
 
+    #[inline]
     fn start_root(&mut self, size: usize) -> usize {
         self.buf.clear();
         self.error = None;
@@ -163,6 +171,7 @@ impl<S: Storage> Builder<S> {
         }
     }
 
+    #[inline]
     fn reserve(&mut self, n: usize) -> Option<usize> {
         let at = self.buf.as_slice().len();
         if self.buf.extend_zeroed(n) {
@@ -202,6 +211,7 @@ impl<S: Storage> Builder<S> {
     }
 
     /// Writes the header and returns the finished message.
+    #[inline]
     pub fn finish(&mut self) -> Result<&[u8], Error> {
         if let Some(e) = self.error {
             return Err(e);
@@ -253,6 +263,9 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
 
     /// Appends `data` (copied once, here) and points the `{rel, len}` slot at `off` to it.
     /// `align` is the element alignment, `count` the element count written in the slot.
+    // PERF: inlined (7 % of the vote's encode as a call), so an empty value
+    // is one store of a null slot at a known offset.
+    #[inline]
     pub fn set_var(&mut self, off: usize, data: &[u8], align: usize, count: usize) {
         if data.is_empty() {
             // NOTE: an empty value is written as a null pointer; readers give

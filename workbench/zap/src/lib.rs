@@ -114,6 +114,7 @@ pub use schema::{Bytes, FieldType, List, ListReader, Ptr, Scalar, Schema, Text};
 pub use wire::{parse, Message, StructReader};
 
 /// Parses `buf` and returns its root as a `T` reader.
+#[inline]
 pub fn read<T: Schema>(buf: &[u8]) -> Result<T::Reader<'_>, Error> {
     parse(buf)?.root::<T>()
 }

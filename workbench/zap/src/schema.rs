@@ -147,9 +147,12 @@ impl FieldType for Bytes {
     type Out<'a> = Result<&'a [u8], Error>;
     type In<'x> = &'x [u8];
     type Ret<'c, S: Storage + 'c> = ();
+    // PERF: inlined (5 % of the vote's decode as a call).
+    #[inline]
     fn read<'a>(s: &StructReader<'a>, off: usize, field: &'static str) -> Self::Out<'a> {
         s.bytes(off, field)
     }
+    #[inline]
     fn write<S: Storage>(b: &mut StructBuilder<'_, S>, off: usize, v: &[u8]) {
         b.set_var(off, v, 1, v.len());
     }

