@@ -61,6 +61,22 @@ pub fn count(v: f64) -> String {
     }
 }
 
+/// Text escaped for XML content and attributes.
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(ch),
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -715,7 +715,7 @@ fn review(cmd: TraceCmd) -> Result<()> {
             let warmup = warmup.unwrap_or(e.operations() / 10);
             print!("{}", trace::events::render_growth(&e, warmup));
             if let Some(out) = svg {
-                trace::events::write_timeline(&e, &out)?;
+                report::timeline::write_timeline(&e, &out)?;
                 println!("wrote {}", out.display());
             }
         }

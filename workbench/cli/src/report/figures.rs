@@ -203,21 +203,7 @@ fn svg_with_hovers(
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Text escaped for XML content and attributes.
-pub fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(ch),
-        }
-    }
-    o
-}
+pub use crate::fmt::xml_escape;
 
 thread_local! {
     /// What every chart drawn inside [`marked`] adds to its title.

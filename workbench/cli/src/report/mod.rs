@@ -10,7 +10,8 @@
 //!   [`analyse`] walks them once per scale (each run loaded once, every
 //!   table computed), and the [`Analysis`] writes tables and figures.
 //! - [`tables`]: [`Table`], its LaTeX and Markdown, row selection and cell
-//!   formats; [`figures`]: plotters charts (SVG and PNG).
+//!   formats; [`figures`]: plotters charts (SVG and PNG); [`timeline`]: a
+//!   heap timeline's chart from an events file.
 //! - The codecs' and transports' reports: [`alloc_profile`] (and its
 //!   [`growth_laws`]), [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
@@ -51,6 +52,7 @@ pub mod pipeline_depth;
 pub mod roundtrip_latency;
 pub mod server_heap_growth;
 pub mod throughput;
+pub mod timeline;
 pub mod transport_alloc;
 
 /// Draws an experiment's figure(s) from a run into a directory; the files written.

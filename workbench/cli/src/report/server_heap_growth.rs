@@ -138,7 +138,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     if let Some(path) = mix {
         let e = crate::inspect::trace::events::Events::load(&path)?;
         let out = dir.join(format!("{TIMELINE}.svg"));
-        crate::inspect::trace::events::write_timeline(&e, &out)?;
+        super::timeline::write_timeline(&e, &out)?;
         files.push(out);
     }
     Ok(files)

@@ -27,7 +27,7 @@ pub fn write(site: &Pages, dataset_dir: &str, path: &Path) -> Result<Written> {
     let crumbs = [("../index.html#timelines".to_string(), dataset_dir.replace('/', " · "))];
     let e = events::Events::load(path)?;
     let chart = site.file(&format!("{dataset_dir}/timelines/{cell}.timeline.svg"))?;
-    events::write_timeline(&e, &chart)?;
+    crate::report::timeline::write_timeline(&e, &chart)?;
     let text = std::fs::read_to_string(&chart).with_context(|| format!("reading {}", chart.display()))?;
     let inline = text.find("<svg").map_or(text.as_str(), |i| &text[i..]);
     let mut body = page::facts(&[

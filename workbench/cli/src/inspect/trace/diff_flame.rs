@@ -11,7 +11,7 @@
 //! hooks as it hooks a figure's points) or written beside `bisect`'s output.
 
 use super::Trace;
-use crate::report::figures::xml_escape as esc;
+use crate::fmt::xml_escape as esc;
 use std::fmt::Write;
 
 /// Bytes and blocks of a frame in A and in B.
