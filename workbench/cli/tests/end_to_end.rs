@@ -144,7 +144,10 @@ fn tiny_suite_end_to_end() {
 
     // Tables and figures regenerate from data alone, byte-identical on a rerun.
     let (ts, written) = report::write_tables(&out, &opts.data, Scale::Quick).unwrap();
-    assert_eq!(ts.iter().map(|t| t.name).collect::<Vec<_>>(), ["alloc-profile", "heap-growth", "transport-alloc"]);
+    assert_eq!(
+        ts.iter().map(|t| t.name).collect::<Vec<_>>(),
+        ["alloc-profile", "growth-laws", "heap-growth", "transport-alloc"]
+    );
     let md = std::fs::read_to_string(out.join("paper/generated/alloc-profile.md")).unwrap();
     assert!(md.contains("| ZAP | 64 B | 0 | 0 | 0 B | 0 | 0 B | 0 B |"), "{md}");
     assert!(std::fs::read_to_string(out.join("paper/generated/heap-growth.tex")).unwrap().contains("\\toprule"));
