@@ -133,6 +133,10 @@ struct RunArgs {
     /// Measure uncommitted code anyway; the diff is stored in each dataset.
     #[arg(long)]
     allow_dirty: bool,
+    /// Run every cell alone. By default the cells of exact-count builds
+    /// (dhat, events) run two at a time, every other cell alone.
+    #[arg(long)]
+    one_at_a_time: bool,
     /// Run the cells as Slurm job arrays (one per spec, one task per cell
     /// not yet done; the staging directory under --data must be on a file
     /// system the nodes share), then publish as a local run does.
@@ -387,6 +391,7 @@ fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         fresh,
         no_report,
         allow_dirty,
+        one_at_a_time,
         slurm,
         partition,
         account,
@@ -418,6 +423,7 @@ fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         // A plan or a dry run measures nothing.
         allow_dirty: allow_dirty || plan || dry_run,
         command_line: std::env::args().collect(),
+        pair_counting: !one_at_a_time,
     };
     if plan {
         print!("{}", slurm::plan(&opts, &chosen, &nodes)?);
@@ -465,6 +471,7 @@ fn collect(root: &Path, data: &Path, args: CollectArgs) -> Result<()> {
         fresh: false,
         allow_dirty: true,
         command_line: std::env::args().collect(),
+        pair_counting: false,
     };
     let mut done = Vec::new();
     for (path, spec) in &chosen {

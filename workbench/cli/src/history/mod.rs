@@ -200,6 +200,7 @@ impl Measure<'_> {
             fresh: false,
             allow_dirty: false,
             command_line: std::env::args().collect(),
+            pair_counting: false,
         };
         let mut bins = runner::Binaries::default();
         let out = runner::run_spec_where(&opts, self.spec_path, self.spec, &mut bins, self.multi, keep)?;

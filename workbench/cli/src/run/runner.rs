@@ -39,6 +39,19 @@ pub struct Options {
     /// Measure a dirty tree anyway, storing its diff in the dataset.
     pub allow_dirty: bool,
     pub command_line: Vec<String>,
+    /// Run the cells of exact-count builds ([`pairs_with_another`]) two at
+    /// a time; every other cell runs alone.
+    pub pair_counting: bool,
+}
+
+/// Whether a cell of `variant` may run beside another such cell: its
+/// records are exact allocation counts (dhat, events), which another
+/// process on the other core does not change. The allocation gate's bless
+/// measures its suite this way too and its determinism map shows every
+/// count that repeats alone repeating so. Timed builds, and jemalloc's
+/// (its resident-memory figures), run alone.
+pub fn pairs_with_another(variant: &str) -> bool {
+    matches!(variant, "dhat" | "events")
 }
 
 /// One planned cell (serialised as a Slurm task's work, [`crate::run::slurm`]).
@@ -349,16 +362,62 @@ fn run_cells(
             .progress_chars("=> "),
     );
     overall.set_prefix(spec.dataset().to_string());
-    let mut resumed = 0;
+    // Cells an interrupted run finished are skipped (a resumed run).
+    let already: std::collections::BTreeSet<&str> =
+        cells.iter().filter(|p| cell_file(staging, &p.id, "jsonl").exists()).map(|p| p.id.as_str()).collect();
+    let resumed = already.len();
+    overall.inc(resumed as u64);
+    if resumed > 0 {
+        say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.dataset(), cells.len()));
+    }
+    // Exact-count cells first, two at a time (their order does not matter:
+    // their records do not depend on time); then the rest, alone, in order.
+    if opts.pair_counting {
+        let pending: Vec<&Planned> =
+            cells.iter().filter(|p| pairs_with_another(&p.variant) && !already.contains(p.id.as_str())).collect();
+        for pair in pending.chunks(2) {
+            let mut bin = Vec::with_capacity(2);
+            for p in pair {
+                let b = bins.get(&opts.root, p.target, &p.variant, multi)?;
+                check_revision(&b, rev)?;
+                bin.push(b);
+            }
+            overall.set_message(pair.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" + "));
+            let done: Vec<Result<(Vec<Record>, f64)>> = std::thread::scope(|sc| {
+                let hs: Vec<_> = pair
+                    .iter()
+                    .zip(&bin)
+                    .map(|(p, b)| {
+                        sc.spawn(move || {
+                            let t = Instant::now();
+                            run_cell(b, p, staging, multi).map(|r| (r, t.elapsed().as_secs_f64()))
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a cell's thread panicked"))))
+                    .collect()
+            });
+            for (p, d) in pair.iter().zip(done) {
+                let (records, seconds) = d?;
+                write_cell(staging, &p.id, &records, &CellMeta { seconds, node: None })?;
+                overall.inc(1);
+                if multi.is_hidden() {
+                    eprintln!(
+                        "{}: cell {} done (beside another): {} records in {seconds:.1} s",
+                        spec.dataset(),
+                        p.id,
+                        records.len()
+                    );
+                }
+            }
+        }
+    }
     for p in cells {
         let out = cell_file(staging, &p.id, "jsonl");
+        // Resumed, or run above beside another.
         if out.exists() {
-            resumed += 1;
-            overall.inc(1);
             continue;
-        }
-        if resumed > 0 && overall.position() as usize == resumed {
-            say(multi, format!("{}: resuming, {resumed} of {} cells already done", spec.dataset(), cells.len()));
         }
         let bin = match bins.get(&opts.root, p.target, &p.variant, multi) {
             Ok(b) => b,

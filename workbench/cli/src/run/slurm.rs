@@ -530,6 +530,7 @@ mod tests {
             fresh: false,
             allow_dirty: true,
             command_line: vec![],
+            pair_counting: false,
         };
         let s = Options { partition: Some("big".into()), time: Some("00:10:00".into()), ..Default::default() };
         let spec = |variants: &str| {

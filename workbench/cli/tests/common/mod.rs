@@ -19,6 +19,7 @@ pub fn setup(out: &Path, label: &str) -> (Options, MultiProgress, Binaries) {
         // NOTE: tests are not measurements; a developer's tree may be dirty.
         allow_dirty: true,
         command_line: vec![label.into()],
+        pair_counting: true,
     };
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
     (opts, multi, Binaries::default())
