@@ -68,7 +68,8 @@ pub struct Fingerprint {
     pub inputs: std::collections::BTreeMap<String, String>,
 }
 
-/// The machine one cell ran on (a Slurm task's node).
+/// The machine one cell ran on (a Slurm task's node, or this machine for a
+/// run resumed here after starting elsewhere).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub hostname: String,
@@ -83,6 +84,10 @@ impl Node {
     /// This machine, now.
     pub fn this() -> Node {
         Node { hostname: hostname(), cpu_model: cpu_model(), cores: cores(), kernel: kernel(), load: load_average() }
+    }
+    /// The same machine: host and CPU model (load and kernel may change).
+    pub fn same_machine(&self, other: &Node) -> bool {
+        self.hostname == other.hostname && self.cpu_model == other.cpu_model
     }
 }
 

@@ -186,8 +186,9 @@ pub fn measured_on(m: &crate::data::manifest::Manifest) -> String {
     )
 }
 
-/// For a dataset whose cells ran as Slurm tasks: which nodes, with how many
-/// cells each, since the manifest's machine is then the submitting one.
+/// For a dataset whose cells ran elsewhere than the machine that published
+/// it (Slurm tasks, or a count-only run resumed on another machine): which
+/// machines, with how many cells each.
 fn nodes_note(m: &crate::data::manifest::Manifest) -> Option<String> {
     if m.nodes.is_empty() {
         return None;
@@ -198,10 +199,10 @@ fn nodes_note(m: &crate::data::manifest::Manifest) -> Option<String> {
     }
     let list: Vec<String> =
         by_node.iter().map(|((host, cpu), cells)| format!("{host} ({cpu}): {cells} cells")).collect();
-    let mut note = format!("Cells ran as Slurm tasks on {}.", list.join("; "));
+    let mut note = format!("Cells ran on {}.", list.join("; "));
     if by_node.len() > 1 {
         note.push_str(
-            " Timings of cells on different nodes are not comparable: read them per node (manifest.json, `nodes`).",
+            " Timings of cells on different machines are not comparable: read them per machine (manifest.json, `nodes`).",
         );
     }
     Some(note)

@@ -54,6 +54,13 @@ pub fn pairs_with_another(variant: &str) -> bool {
     matches!(variant, "dhat" | "events")
 }
 
+/// Whether `spec`'s records at `scale` depend on the machine: any build
+/// that is timed or samples memory (all but dhat, whose counts are exact
+/// wherever they run). Such a dataset's cells all run on one machine.
+pub fn machine_bound(spec: &Spec, scale: Scale) -> bool {
+    spec.variants_at(scale).iter().any(|v| v != "dhat")
+}
+
 /// One planned cell (serialised as a Slurm task's work, [`crate::run::slurm`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Planned {
@@ -344,6 +351,24 @@ pub(crate) fn write_cell(staging: &Path, id: &str, records: &[Record], meta: &Ce
     dataset::write_atomic(&cell_file(staging, id, "jsonl"), text.as_bytes())
 }
 
+/// The cells of `done` whose meta names a machine other than `here`, or
+/// none (a cell finished before cells recorded their machine), with that
+/// machine as a phrase.
+fn measured_elsewhere(staging: &Path, done: &[&str], here: &manifest::Node) -> Vec<(String, String)> {
+    done.iter()
+        .filter_map(|id| {
+            let meta = std::fs::read_to_string(cell_file(staging, id, "meta.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<CellMeta>(&t).ok());
+            match meta.and_then(|m| m.node) {
+                Some(n) if n.same_machine(here) => None,
+                Some(n) => Some((id.to_string(), format!("{} ({})", n.hostname, n.cpu_model))),
+                None => Some((id.to_string(), "a machine it did not record".to_string())),
+            }
+        })
+        .collect()
+}
+
 /// Runs each cell not already on disk in `staging/cells/` (a resumed run
 /// skips those), with a progress bar; the number skipped.
 fn run_cells(
@@ -362,6 +387,32 @@ fn run_cells(
             .progress_chars("=> "),
     );
     overall.set_prefix(spec.dataset().to_string());
+    // A machine-bound run resumed on another machine starts over: its
+    // figures would otherwise mix two machines in one table.
+    let here = manifest::Node::this();
+    if machine_bound(spec, opts.scale) {
+        let done: Vec<&str> = cells.iter().map(|p| p.id.as_str()).filter(|id| cell_done(staging, id)).collect();
+        let elsewhere = measured_elsewhere(staging, &done, &here);
+        if let Some((id, machine)) = elsewhere.first() {
+            say(
+                multi,
+                format!(
+                    "{}: {} of {} finished cells (e.g. {id}) were measured on {machine}, this is {} ({}): \
+                     a timed dataset is measured on one machine, starting it over",
+                    spec.dataset(),
+                    elsewhere.len(),
+                    done.len(),
+                    here.hostname,
+                    here.cpu_model
+                ),
+            );
+            for sub in ["cells", "traces", "logs"] {
+                let d = staging.join(sub);
+                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+                std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            }
+        }
+    }
     // Cells an interrupted run finished are skipped (a resumed run).
     let already: std::collections::BTreeSet<&str> =
         cells.iter().filter(|p| cell_file(staging, &p.id, "jsonl").exists()).map(|p| p.id.as_str()).collect();
@@ -400,7 +451,7 @@ fn run_cells(
             });
             for (p, d) in pair.iter().zip(done) {
                 let (records, seconds) = d?;
-                write_cell(staging, &p.id, &records, &CellMeta { seconds, node: None })?;
+                write_cell(staging, &p.id, &records, &CellMeta { seconds, node: Some(here.clone()) })?;
                 overall.inc(1);
                 if multi.is_hidden() {
                     eprintln!(
@@ -440,7 +491,12 @@ fn run_cells(
         overall.set_message(p.id.clone());
         let t = Instant::now();
         let records = run_cell(&bin, p, staging, multi)?;
-        write_cell(staging, &p.id, &records, &CellMeta { seconds: t.elapsed().as_secs_f64(), node: None })?;
+        write_cell(
+            staging,
+            &p.id,
+            &records,
+            &CellMeta { seconds: t.elapsed().as_secs_f64(), node: Some(here.clone()) },
+        )?;
         overall.inc(1);
         if multi.is_hidden() {
             eprintln!(
@@ -492,6 +548,11 @@ pub(crate) fn assemble(
             let r: Record = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
             frame.push(&r).with_context(|| format!("{}:{}", path.display(), i + 1))?;
         }
+    }
+    // Every cell on this machine: the manifest's own machine says it all.
+    let here = manifest::Node::this();
+    if nodes.values().all(|n| n.same_machine(&here)) {
+        nodes.clear();
     }
     let secs_run = start.elapsed().as_secs_f64();
     // Cells that ran elsewhere (Slurm tasks) leave nothing to compare here.
@@ -691,4 +752,46 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
         bail!("cell {} printed no records; log {}", p.id, log_path.display());
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(host: &str, cpu: &str) -> manifest::Node {
+        manifest::Node { hostname: host.into(), cpu_model: cpu.into(), cores: 2, kernel: "k".into(), load: None }
+    }
+
+    #[test]
+    fn cells_measured_on_another_machine_are_found() {
+        let staging = std::env::temp_dir().join(format!("wb-runner-elsewhere-{}", std::process::id()));
+        std::fs::create_dir_all(staging.join("cells")).unwrap();
+        let here = node("a", "AMD EPYC");
+        let meta = |id: &str, n: Option<manifest::Node>| {
+            let m = CellMeta { seconds: 1.0, node: n };
+            write_cell(&staging, id, &[], &m).unwrap();
+        };
+        // Same host and CPU, other load and kernel: the same machine.
+        meta("same", Some(manifest::Node { load: Some([1.0; 3]), kernel: "other".into(), ..here.clone() }));
+        meta("other-host", Some(node("b", "AMD EPYC")));
+        meta("other-cpu", Some(node("a", "Intel Xeon")));
+        meta("unrecorded", None);
+        let ids = ["same", "other-host", "other-cpu", "unrecorded"];
+        let found: Vec<String> = measured_elsewhere(&staging, &ids, &here).into_iter().map(|(id, _)| id).collect();
+        std::fs::remove_dir_all(&staging).unwrap();
+        assert_eq!(found, ["other-host", "other-cpu", "unrecorded"]);
+    }
+
+    #[test]
+    fn only_count_only_specs_may_span_machines() {
+        let spec = |variants: &str| {
+            let text = format!(
+                "experiment = \"alloc-profile\"\ncodecs = [\"zap\"]\npayloads = [64]\nvariants = {variants}\n[quick]\nmessages = 5\n[full]\nmessages = 5\n"
+            );
+            Spec::parse(&text, Path::new("a.toml")).unwrap()
+        };
+        assert!(!machine_bound(&spec("[\"dhat\"]"), Scale::Quick));
+        assert!(machine_bound(&spec("[\"dhat\", \"jemalloc\"]"), Scale::Quick));
+        assert!(machine_bound(&spec("[\"system\"]"), Scale::Full));
+    }
 }

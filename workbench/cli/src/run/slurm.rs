@@ -79,10 +79,10 @@ pub enum Done {
     DryRun,
 }
 
-/// Whether the spec's cells each need a node to themselves: any build that
-/// is timed or samples memory (all but dhat, whose counts are exact).
+/// Whether the spec's cells each need a node to themselves, all the same
+/// one ([`runner::machine_bound`]).
 pub fn exclusive(spec: &Spec, opts: &runner::Options) -> bool {
-    spec.variants_at(opts.scale).iter().any(|v| v != "dhat")
+    runner::machine_bound(spec, opts.scale)
 }
 
 fn slurm_dir(staging: &Path) -> PathBuf {

@@ -301,7 +301,7 @@ fn facts(site: &Pages, rel: &str, run_dir: &Path, run: &Run) -> Vec<(&'static st
         let mut hosts: Vec<&str> = m.nodes.values().map(|n| n.hostname.as_str()).collect();
         hosts.sort_unstable();
         hosts.dedup();
-        v.push(("Slurm nodes", esc(&hosts.join(", "))));
+        v.push(("cells ran on", esc(&hosts.join(", "))));
     }
     v
 }
