@@ -283,7 +283,7 @@ pub fn run_spec_where(
     }
     let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
     let sources = bins.sources_of(&cells);
-    assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources)
+    assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources, true)
 }
 
 /// A run's start, whatever runs its cells: the cells planned, the staging
@@ -516,7 +516,8 @@ fn run_cells(
 /// staging directory, then publishes it as the run's directory. `sources`:
 /// what the binaries were compiled from, when this process built them
 /// (a resumed run whose cells were all done builds none: the fingerprint
-/// then says its sources are not known).
+/// then says its sources are not known). `local`: the cells ran in this
+/// process (not as Slurm tasks).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble(
     opts: &Options,
@@ -527,6 +528,7 @@ pub(crate) fn assemble(
     resumed: usize,
     before: Before,
     sources: Option<Sources>,
+    local: bool,
 ) -> Result<Outcome> {
     let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
     let exp_dir = opts.data.join(spec.dataset());
@@ -549,9 +551,10 @@ pub(crate) fn assemble(
             frame.push(&r).with_context(|| format!("{}:{}", path.display(), i + 1))?;
         }
     }
-    // Every cell on this machine: the manifest's own machine says it all.
+    // A local run whose every cell ran here: the manifest's own machine says
+    // it all. (Slurm tasks name their node even when it is this machine.)
     let here = manifest::Node::this();
-    if nodes.values().all(|n| n.same_machine(&here)) {
+    if local && nodes.values().all(|n| n.same_machine(&here)) {
         nodes.clear();
     }
     let secs_run = start.elapsed().as_secs_f64();

@@ -257,7 +257,7 @@ pub fn run(
     }
     drop_binaries(&staging)?;
     let sources = bins.sources_of(&cells);
-    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources)?))
+    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources, false)?))
 }
 
 /// Builds each variant the pending cells need (here, once), copies the
@@ -432,7 +432,7 @@ pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<
         dirty: sub.dirty,
     };
     drop_binaries(&staging)?;
-    runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before, None)
+    runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before, None, false)
 }
 
 /// The longest machine's load when `durations` are list-scheduled, longest

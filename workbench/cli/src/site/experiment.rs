@@ -75,12 +75,15 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
             let text = std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
             let stem = svg.file_stem().unwrap_or_default().to_string_lossy();
             let inline = text.find("<svg").map_or(text.as_str(), |i| &text[i..]);
+            // A figure drawn as SVG alone (the heap timelines) has no PNG to link.
+            let mut links = link(&format!("figures/{stem}.svg"), "SVG");
+            if svg.with_extension("png").exists() {
+                links += &format!(" and {}", link(&format!("figures/{stem}.png"), "PNG"));
+            }
             figures += &format!(
                 "<figure id=\"figure-{stem}\">\n{inline}\n<figcaption>{} — hover a point for its exact value; \
-                 {} and {} for the paper.</figcaption>\n</figure>\n",
+                 {links} for the paper.</figcaption>\n</figure>\n",
                 esc(&stem),
-                link(&format!("figures/{stem}.svg"), "SVG"),
-                link(&format!("figures/{stem}.png"), "PNG")
             );
         }
     }
