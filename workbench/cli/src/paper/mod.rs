@@ -19,8 +19,10 @@
 
 pub mod claims;
 
+use crate::report::codec_speed::TARGET_CPU;
 use crate::report::tables::{self, display_name, Table};
 use crate::report::Analysis;
+use crate::spec::variants;
 use crate::spec::Scale;
 use crate::{data::dataset, fmt};
 use anyhow::{bail, Context, Result};
@@ -36,10 +38,26 @@ pub struct Macro {
     /// Codec or stack key (shown through [`display_name`]) and payload in bytes.
     pub row: (&'static str, u64),
     pub column: &'static str,
+    /// The build's instruction set ([`variants::target_cpu`]), where a table
+    /// has rows for several; `None` is the target's baseline.
+    pub cpu: Option<&'static str>,
 }
 
 const fn m(name: &'static str, table: &'static str, key: &'static str, payload: u64, column: &'static str) -> Macro {
-    Macro { name, table, row: (key, payload), column }
+    Macro { name, table, row: (key, payload), column, cpu: None }
+}
+
+/// [`m`] for the rows of the build compiled for `cpu`. A table without such
+/// rows (a run that did not build it) gives `\notmeasured`.
+const fn m_cpu(
+    name: &'static str,
+    table: &'static str,
+    key: &'static str,
+    payload: u64,
+    cpu: &'static str,
+    column: &'static str,
+) -> Macro {
+    Macro { name, table, row: (key, payload), column, cpu: Some(cpu) }
 }
 
 /// Every prose number of the paper. NOTE: LaTeX macro names are letters only.
@@ -80,6 +98,14 @@ pub const MACROS: &[Macro] = &[
     m("zapDecodeNs", "codec-speed", "zap", 64, "Decode ns/op"),
     m("zapAAEnc", "codec-speed", "zap", 1024, "Enc vs ZAP"),
     m("flatbuffersEncVsZap", "codec-speed", "flatbuffers", 64, "Enc vs ZAP"),
+    m("zapBareEncVsMemcpy", "codec-speed", "zap", 0, "Enc vs memcpy"),
+    m("zapBareDecVsMemcpy", "codec-speed", "zap", 0, "Dec vs memcpy"),
+    m("zapSixtyFourEncVsMemcpy", "codec-speed", "zap", 64, "Enc vs memcpy"),
+    m("zapSixtyFourDecVsMemcpy", "codec-speed", "zap", 64, "Dec vs memcpy"),
+    m_cpu("zapBareEncVsMemcpyVThree", "codec-speed", "zap", 0, "x86-64-v3", "Enc vs memcpy"),
+    m_cpu("zapBareDecVsMemcpyVThree", "codec-speed", "zap", 0, "x86-64-v3", "Dec vs memcpy"),
+    m_cpu("zapSixtyFourEncVsMemcpyVThree", "codec-speed", "zap", 64, "x86-64-v3", "Enc vs memcpy"),
+    m_cpu("zapSixtyFourDecVsMemcpyVThree", "codec-speed", "zap", 64, "x86-64-v3", "Dec vs memcpy"),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is
@@ -109,11 +135,27 @@ pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     let t = tables.get(mac.table)?;
     let col = t.header.iter().position(|h| *h == mac.column)?;
     let (name, payload) = (display_name(mac.row.0), fmt::bytes(mac.row.1 as f64));
-    let row = t
-        .rows
-        .iter()
-        .find(|r| r.first().map(|c| &c.text) == Some(&name) && r.get(1).map(|c| &c.text) == Some(&payload))?;
+    let cpu_col = t.header.iter().position(|h| *h == TARGET_CPU);
+    let cpu = mac.cpu.unwrap_or(variants::BASELINE_CPU);
+    let row = t.rows.iter().find(|r| {
+        r.first().map(|c| &c.text) == Some(&name)
+            && r.get(1).map(|c| &c.text) == Some(&payload)
+            && match cpu_col {
+                Some(i) => r.get(i).is_some_and(|c| c.text == cpu),
+                None => mac.cpu.is_none(),
+            }
+    })?;
     Some(row.get(col)?.text.clone())
+}
+
+/// Whether `mac` names a build its table has no rows for (a run that did not build it).
+fn build_not_run(tables: &BTreeMap<String, Table>, mac: &Macro) -> bool {
+    let Some(cpu) = mac.cpu else { return false };
+    let Some(t) = tables.get(mac.table) else { return true };
+    match t.header.iter().position(|h| *h == TARGET_CPU) {
+        Some(i) => !t.rows.iter().any(|r| r.get(i).is_some_and(|c| c.text == cpu)),
+        None => true,
+    }
 }
 
 /// Writes `paper/generated/macros.tex`: every [`MACROS`] entry, the machine
@@ -137,7 +179,7 @@ pub fn write_macros_of(root: &Path, data: &Path, tables: BTreeMap<String, Table>
     };
     for mac in MACROS {
         let value = cell(&tables, mac);
-        if value.is_none() && tables.contains_key(mac.table) {
+        if value.is_none() && tables.contains_key(mac.table) && !build_not_run(&tables, mac) {
             // A renamed header or label must not turn a number into \notmeasured unseen.
             anyhow::bail!(
                 "macro \\{}: table {} has no row {} / {} or no column {:?} (renamed?); see paper::MACROS",
@@ -168,6 +210,9 @@ pub fn write_macros_of(root: &Path, data: &Path, tables: BTreeMap<String, Table>
     def("dsTopMs", dq_cell("top-20-users", "Median (ms)"), "datastore-queries");
     def("dsFilterMs", dq_cell("filtered-count", "Median (ms)"), "datastore-queries");
     def("dsPeakRss", dq_cell("group-by-category", "Peak RSS"), "datastore-queries");
+    // The instruction sets the codec-speed table's builds are named by.
+    def("cpuBaseline", Some(variants::BASELINE_CPU.into()), "variants");
+    def("cpuVThree", Some(variants::target_cpu("x86-64-v3").into()), "variants");
     let path = root.join("paper/generated/macros.tex");
     std::fs::create_dir_all(path.parent().expect("has a parent"))
         .with_context(|| format!("creating {}", path.display()))?;

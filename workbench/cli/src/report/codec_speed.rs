@@ -5,6 +5,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{self, dash, median_ratio, opt_count, ratio, row, source_of, stats_of, Table, TableCell};
+use crate::spec::variants;
 use anyhow::Result;
 use probe::registry::{self, display_name};
 use records::subject::{CodecSpeed, Implementation, Op};
@@ -28,44 +29,80 @@ pub(crate) fn timings<'a>(run: &'a Run, variant: Option<&str>) -> Result<Timings
     Ok(out)
 }
 
+/// The column naming a row's instruction set, present when a run has more than one.
+pub const TARGET_CPU: &str = "Target CPU";
+
 pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::CODEC_SPEED, codec_speed, None);
 
 /// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
 pub fn codec_speed(run: &Run) -> Result<Table> {
     let spec = &run.manifest.spec;
-    let all = timings(run, None)?;
+    let variants = spec.variants_at(run.manifest.scale);
+    let several = variants.len() > 1;
+    let by_variant: Vec<(&str, Timings)> =
+        variants.iter().map(|v| Ok((v.as_str(), timings(run, Some(v))?))).collect::<Result<_>>()?;
     let mut rows = Vec::new();
     let mut rounds = 0;
     for codec in &spec.codecs {
         for &payload in &spec.payloads {
-            let pick = |i: Implementation, op: Op| {
-                all.get(&(codec.as_str(), payload as u64, i, op)).map_or(&[][..], Vec::as_slice)
-            };
-            let enc = pick(Implementation::Codec, Op::Encode);
-            rounds = rounds.max(enc.len());
-            let ns = |i, op| -> Vec<f64> { pick(i, op).iter().map(|t| t.0).collect() };
-            let e = ns(Implementation::Codec, Op::Encode);
-            let d = ns(Implementation::Codec, Op::Decode);
-            let (ze, zd) = (ns(Implementation::Zap, Op::Encode), ns(Implementation::Zap, Op::Decode));
-            let m = ns(Implementation::Memcpy, Op::Copy);
-            let wire: Vec<f64> = enc.iter().map(|t| t.1 as f64).collect();
-            let ns_dist = |s: Option<(f64, f64, f64)>| match s {
-                Some((med, min, max)) => TableCell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
-                None => dash().into(),
-            };
-            rows.push(row![
-                display_name(codec),
-                fmt::bytes(payload as f64),
-                opt_count(stats_of(&wire).map(|s| s.0)),
-                ns_dist(stats_of(&e)),
-                ns_dist(stats_of(&d)),
-                ratio(median_ratio(&e, &ze)?),
-                ratio(median_ratio(&d, &zd)?),
-                ratio(median_ratio(&e, &m)?),
-                ratio(median_ratio(&d, &m)?),
-            ]);
+            for (variant, all) in &by_variant {
+                let pick = |i: Implementation, op: Op| {
+                    all.get(&(codec.as_str(), payload as u64, i, op)).map_or(&[][..], Vec::as_slice)
+                };
+                let enc = pick(Implementation::Codec, Op::Encode);
+                rounds = rounds.max(enc.len());
+                let ns = |i, op| -> Vec<f64> { pick(i, op).iter().map(|t| t.0).collect() };
+                let e = ns(Implementation::Codec, Op::Encode);
+                let d = ns(Implementation::Codec, Op::Decode);
+                let (ze, zd) = (ns(Implementation::Zap, Op::Encode), ns(Implementation::Zap, Op::Decode));
+                let m = ns(Implementation::Memcpy, Op::Copy);
+                let wire: Vec<f64> = enc.iter().map(|t| t.1 as f64).collect();
+                let ns_dist = |s: Option<(f64, f64, f64)>| match s {
+                    Some((med, min, max)) => TableCell::ranged(fmt::sig3(med), fmt::sig3(min), fmt::sig3(max)),
+                    None => dash().into(),
+                };
+                let mut r = row![
+                    display_name(codec),
+                    fmt::bytes(payload as f64),
+                    opt_count(stats_of(&wire).map(|s| s.0)),
+                    ns_dist(stats_of(&e)),
+                    ns_dist(stats_of(&d)),
+                    ratio(median_ratio(&e, &ze)?),
+                    ratio(median_ratio(&d, &zd)?),
+                    ratio(median_ratio(&e, &m)?),
+                    ratio(median_ratio(&d, &m)?),
+                ];
+                if several {
+                    r.insert(2, variants::target_cpu(variant).into());
+                }
+                rows.push(r);
+            }
         }
     }
+    let mut header = vec![
+        "Protocol",
+        "Payload",
+        "Wire bytes",
+        "Encode ns/op",
+        "Decode ns/op",
+        "Enc vs ZAP",
+        "Dec vs ZAP",
+        "Enc vs memcpy",
+        "Dec vs memcpy",
+    ];
+    let builds = if several {
+        header.insert(2, TARGET_CPU);
+        let named: Vec<String> =
+            variants.iter().map(|v| format!("{} ({})", variants::target_cpu(v), variants::describe(v))).collect();
+        format!(
+            " Each codec is timed in {} builds of the same code, named by the instruction set it was compiled \
+             for: {}; the memcpy is glibc's, which picks its code for the CPU at run time in every build.",
+            variants.len(),
+            named.join("; ")
+        )
+    } else {
+        String::new()
+    };
     let s = spec.scale(run.manifest.scale);
     Ok(Table {
         name: "codec-speed",
@@ -78,24 +115,15 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
              own structs move to another heap slot each round), because a \
              copy's speed depends on where its buffers land relative to each other (4 KiB aliasing). Ratios are \
              medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
-             itself (an A/A test): they are the noise floor of every ratio in the table. System allocator, {} \
-             profile; a shared 2-core machine, so read spreads before differences.",
+             itself (an A/A test): they are the noise floor of every ratio in the table. Every codec's encode and \
+             decode is inlined into the timing loop, as the memcpy is one call. System allocator, {} \
+             profile; a shared 2-core machine, so read spreads before differences.{builds}",
             tables::messages(s, &spec.payloads),
             s.repetitions,
             records::subject::PAD_STEP,
             run.manifest.profile
         ),
-        header: vec![
-            "Protocol",
-            "Payload",
-            "Wire bytes",
-            "Encode ns/op",
-            "Decode ns/op",
-            "Enc vs ZAP",
-            "Dec vs ZAP",
-            "Enc vs memcpy",
-            "Dec vs memcpy",
-        ],
+        header,
         rows,
         source: source_of(run),
     })
@@ -137,5 +165,49 @@ mod tests {
         assert_eq!(cell(&t, &key, "Enc vs ZAP"), format!("{}×", fmt::sig3(2.0)));
         assert_eq!(cell(&t, &key, "Dec vs ZAP"), format!("{}×", fmt::sig3(4.0)));
         assert_eq!(cell(&t, &key, "Enc vs memcpy"), format!("{}×", fmt::sig3(4.0)));
+    }
+
+    #[test]
+    fn two_builds_give_a_row_each_and_the_paper_picks_by_instruction_set() {
+        let mut rows = Vec::new();
+        // ZAP at 0 B: 3× memcpy in the baseline build, 1.5× in the v3 one.
+        for (variant, zap) in [("system", 30.0), ("x86-64-v3", 15.0)] {
+            for (implementation, op, ns) in [
+                (Implementation::Codec, Op::Encode, zap),
+                (Implementation::Codec, Op::Decode, zap),
+                (Implementation::Zap, Op::Encode, zap),
+                (Implementation::Zap, Op::Decode, zap),
+                (Implementation::Memcpy, Op::Copy, 10.0),
+            ] {
+                let rec = CodecSpeed {
+                    round: 0,
+                    implementation,
+                    op,
+                    ns_per_op: ns,
+                    ops: 1,
+                    wire_bytes: 176,
+                    window: 0,
+                    pad: 0,
+                };
+                rows.push((subject("zap", 0, variant, 0), rec));
+            }
+        }
+        let mut r = run("codec-speed", None, &rows);
+        r.manifest.spec.codecs = vec!["zap".into()];
+        r.manifest.spec.payloads = vec![0];
+        r.manifest.spec.quick.variants = Some(vec!["system".into(), "x86-64-v3".into()]);
+        let t = codec_speed(&r).unwrap();
+        assert_eq!(t.rows.len(), 2);
+        let zap = display_name("zap");
+        let at = |cpu: &str| cell(&t, &[zap.as_str(), &fmt::bytes(0.0), cpu], "Enc vs memcpy");
+        assert_eq!(at(variants::BASELINE_CPU), format!("{}×", fmt::sig3(3.0)));
+        assert_eq!(at("x86-64-v3"), format!("{}×", fmt::sig3(1.5)));
+        assert!(t.caption.contains("target-cpu=x86-64-v3"), "{}", t.caption);
+
+        let tables = [(t.name.to_string(), t)].into_iter().collect();
+        let by_name = |n: &str| crate::paper::MACROS.iter().find(|m| m.name == n).unwrap();
+        let value = |n: &str| crate::paper::cell(&tables, by_name(n));
+        assert_eq!(value("zapBareEncVsMemcpy"), Some(format!("{}×", fmt::sig3(3.0))));
+        assert_eq!(value("zapBareEncVsMemcpyVThree"), Some(format!("{}×", fmt::sig3(1.5))));
     }
 }

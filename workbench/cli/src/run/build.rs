@@ -44,10 +44,13 @@ use probe::registry::Target;
 /// `release` for the plain profile, otherwise the first variant with the
 /// same profile settings, whatever their allocator features.
 fn build_dir(v: &Build) -> &'static str {
-    if v.profile_env.is_empty() {
+    if v.shares_workspace_build() {
         return PROFILE;
     }
-    VARIANTS.iter().find(|w| !w.pgo && w.profile_env == v.profile_env).map_or(v.name, |w| w.name)
+    VARIANTS
+        .iter()
+        .find(|w| !w.pgo && w.profile_env == v.profile_env && w.codegen == v.codegen)
+        .map_or(v.name, |w| w.name)
 }
 
 /// Where the workspace build keeps what it compiled: cargo's build
@@ -157,6 +160,14 @@ pub fn copy_binaries(cell_bin: &Path, to: &Path, target: Target) -> Result<PathB
 /// and the tools' output goes to `log`, named in the error if a step fails.
 pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {
     let v = get(variant).with_context(|| format!("unknown variant {variant:?}"))?;
+    let missing = v.missing_cpu_features();
+    if !missing.is_empty() {
+        bail!(
+            "variant {variant} ({}) needs CPU features this machine lacks: {}; leave it out of the spec's variants here",
+            v.codegen.rustflags,
+            missing.join(", ")
+        );
+    }
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
@@ -287,8 +298,9 @@ fn cargo_build(
         }
     }
     cmd.envs(v.profile_env.iter().copied());
+    let rustflags = [v.codegen.rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
     if !rustflags.is_empty() {
-        cmd.env("RUSTFLAGS", rustflags);
+        cmd.env("RUSTFLAGS", rustflags.join(" "));
     }
     if !v.features.is_empty() {
         let features: Vec<String> = v.features.iter().map(|f| format!("{package}/{f}")).collect();

@@ -17,7 +17,24 @@ pub struct Build {
     pub pgo: bool,
     /// BOLT after linking, trained on the same workload.
     pub bolt: bool,
+    /// Code generation flags (`RUSTFLAGS`) for every crate, and the CPU
+    /// features they need: the variant runs only where the CPU has them all.
+    pub codegen: Codegen,
 }
+
+/// Flags that change the machine code of every crate.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Codegen {
+    /// The instruction set, as tables name it.
+    pub label: &'static str,
+    pub rustflags: &'static str,
+    /// CPU features (as `is_x86_feature_detected!` names them) the code may use.
+    pub needs: &'static [&'static str],
+}
+
+/// The instruction set of the target's own baseline (x86-64: SSE2).
+pub const BASELINE_CPU: &str = "x86-64";
+const BASELINE: Codegen = Codegen { label: BASELINE_CPU, rustflags: "", needs: &[] };
 
 const FAT_LTO: &[(&str, &str)] = &[("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")];
 const GLIBC: &str = "system (glibc malloc)";
@@ -35,6 +52,7 @@ pub const VARIANTS: &[Build] = &[
         profile_env: &[],
         pgo: false,
         bolt: false,
+        codegen: BASELINE,
     },
     Build {
         name: "jemalloc",
@@ -43,6 +61,7 @@ pub const VARIANTS: &[Build] = &[
         profile_env: &[],
         pgo: false,
         bolt: false,
+        codegen: BASELINE,
     },
     Build {
         name: "jemalloc-plain",
@@ -51,6 +70,7 @@ pub const VARIANTS: &[Build] = &[
         profile_env: &[],
         pgo: false,
         bolt: false,
+        codegen: BASELINE,
     },
     Build {
         name: "events",
@@ -60,10 +80,19 @@ pub const VARIANTS: &[Build] = &[
         profile_env: &[],
         pgo: false,
         bolt: false,
+        codegen: BASELINE,
     },
-    Build { name: "system", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    Build {
+        name: "system",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+        codegen: BASELINE,
+    },
     // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
-    Build { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false },
+    Build { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false, codegen: BASELINE },
     Build {
         name: "thinlto",
         features: &[],
@@ -71,10 +100,50 @@ pub const VARIANTS: &[Build] = &[
         profile_env: &[("CARGO_PROFILE_RELEASE_LTO", "thin")],
         pgo: false,
         bolt: false,
+        codegen: BASELINE,
     },
-    Build { name: "fatlto", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: false, bolt: false },
-    Build { name: "pgo", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: false },
-    Build { name: "pgo-bolt", features: &[], allocator: GLIBC, profile_env: FAT_LTO, pgo: true, bolt: true },
+    Build {
+        name: "fatlto",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: FAT_LTO,
+        pgo: false,
+        bolt: false,
+        codegen: BASELINE,
+    },
+    Build {
+        name: "pgo",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: FAT_LTO,
+        pgo: true,
+        bolt: false,
+        codegen: BASELINE,
+    },
+    Build {
+        name: "pgo-bolt",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: FAT_LTO,
+        pgo: true,
+        bolt: true,
+        codegen: BASELINE,
+    },
+    // The release build for x86-64-v3 (AVX2, BMI2, FMA: x86 CPUs since 2013-15),
+    // every crate, as a distribution that requires that level builds it.
+    Build {
+        name: "x86-64-v3",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+        codegen: Codegen {
+            label: "x86-64-v3",
+            rustflags: "-C target-cpu=x86-64-v3",
+            needs: &["avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"],
+        },
+    },
 ];
 
 impl Build {
@@ -83,8 +152,35 @@ impl Build {
     /// any profile setting (LTO, codegen units) or a profile-guided build
     /// changes every crate's flags, and so compiles the whole tree again.
     pub fn shares_workspace_build(&self) -> bool {
-        !self.pgo && self.profile_env.is_empty()
+        !self.pgo && self.profile_env.is_empty() && self.codegen == BASELINE
     }
+
+    /// The CPU features the variant's code needs that this machine lacks
+    /// (its binaries would die of an illegal instruction here).
+    pub fn missing_cpu_features(&self) -> Vec<&'static str> {
+        self.codegen.needs.iter().copied().filter(|f| !cpu_has(f)).collect()
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_has(feature: &str) -> bool {
+    match feature {
+        "avx" => std::arch::is_x86_feature_detected!("avx"),
+        "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+        "bmi1" => std::arch::is_x86_feature_detected!("bmi1"),
+        "bmi2" => std::arch::is_x86_feature_detected!("bmi2"),
+        "f16c" => std::arch::is_x86_feature_detected!("f16c"),
+        "fma" => std::arch::is_x86_feature_detected!("fma"),
+        "lzcnt" => std::arch::is_x86_feature_detected!("lzcnt"),
+        "movbe" => std::arch::is_x86_feature_detected!("movbe"),
+        "xsave" => std::arch::is_x86_feature_detected!("xsave"),
+        _ => false,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_has(_feature: &str) -> bool {
+    false
 }
 
 /// The variant named `name`.
@@ -109,6 +205,11 @@ pub fn counts_allocations(variant: &str) -> bool {
     features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc" || *f == "events")
 }
 
+/// The instruction set a variant's code is generated for.
+pub fn target_cpu(variant: &str) -> &'static str {
+    get(variant).map_or(BASELINE_CPU, |v| v.codegen.label)
+}
+
 /// The allocator a variant links.
 pub fn allocator(variant: &str) -> &'static str {
     get(variant).map_or(GLIBC, |v| v.allocator)
@@ -123,6 +224,9 @@ pub fn describe(variant: &str) -> String {
     );
     if !v.features.is_empty() {
         parts.push(format!("features {}", v.features.join(",")));
+    }
+    if !v.codegen.rustflags.is_empty() {
+        parts.push(format!("RUSTFLAGS={}", v.codegen.rustflags));
     }
     if v.pgo || !v.profile_env.is_empty() {
         parts.push("the measured binary alone (the server's load driver: o3's)".into());
@@ -151,5 +255,19 @@ mod tests {
         assert!(bolt.pgo && bolt.bolt && bolt.profile_env == get("fatlto").unwrap().profile_env);
         assert!(describe("pgo-bolt").contains("LTO=fat") && describe("pgo-bolt").contains("BOLT"));
         assert_eq!(features("dhat"), ["dhat"]);
+    }
+
+    #[test]
+    fn a_codegen_variant_builds_apart_and_names_what_it_needs() {
+        let v3 = get("x86-64-v3").unwrap();
+        assert!(!v3.shares_workspace_build() && get("system").unwrap().shares_workspace_build());
+        assert!(describe("x86-64-v3").contains("target-cpu=x86-64-v3"));
+        assert!(get("system").unwrap().missing_cpu_features().is_empty());
+        // A feature the check does not know reads as missing: the variant refuses, it does not crash.
+        assert!(!cpu_has("no-such-feature"));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            assert!(cpu_has("avx2") && !v3.missing_cpu_features().contains(&"avx2"));
+        }
     }
 }

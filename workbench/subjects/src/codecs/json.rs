@@ -115,6 +115,7 @@ impl Codec for JsonRpc {
         JsonRpc { buf: Vec::new() }
     }
 
+    #[inline(always)]
     fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteJson::from_data(v);
@@ -130,6 +131,7 @@ impl Codec for JsonRpc {
         Ok(&self.buf)
     }
 
+    #[inline(always)]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         let (jsonrpc, id, vote) = match side {
             Envelope::Request => {
@@ -264,6 +266,7 @@ impl Codec for JsonRpcBorrowed {
         JsonRpcBorrowed { buf: Vec::new() }
     }
 
+    #[inline(always)]
     fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteHexOut {
@@ -287,6 +290,7 @@ impl Codec for JsonRpcBorrowed {
         Ok(&self.buf)
     }
 
+    #[inline(always)]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         // NOTE: a `&str` field fails on a string with escapes (it cannot
         // borrow); hex digits never need one.

@@ -2,6 +2,12 @@
 //! [`Codec`]. Adding a codec is its line in [`probe::registry::Codec`] (name,
 //! label, idiom mark), a copy of a module here, and the arm of [`run_with`]
 //! the compiler then asks for.
+//!
+//! PERF: every implementation marks `encode` and `decode`
+//! `#[inline(always)]`, so that a timing loop measures the codec and not a
+//! call into it, as its memcpy floor is one call. Left to LLVM, ZAP's were
+//! calls: 5.1 and 4.7 ns for the bare vote, 4.3 and 4.3 ns inlined (2
+//! processes × 15 rounds each); the same call was in every codec's time.
 
 use crate::vote::VoteData;
 use anyhow::Result;

@@ -230,7 +230,7 @@ impl Events {
                 if first > n {
                     break;
                 }
-                add(&self.patterns[p], count.min(n - first + 1));
+                add(&self.patterns[p], count.min((n - first).saturating_add(1)));
             }
             if n >= self.operations() {
                 add(&self.after, 1);
