@@ -116,7 +116,8 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
              copy's speed depends on where its buffers land relative to each other (4 KiB aliasing). Ratios are \
              medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
              itself (an A/A test): they are the noise floor of every ratio in the table. Every codec's encode and \
-             decode is inlined into the timing loop, as the memcpy is one call. System allocator, {} \
+             decode carries an inline hint; the compiler inlines it into the timing loop where it is small enough \
+             (ZAP's encode, not its decode), as the memcpy is one call. System allocator, {} \
              profile; a shared 2-core machine, so read spreads before differences.{builds}",
             tables::messages(s, &spec.payloads),
             s.repetitions,

@@ -67,12 +67,12 @@ impl Codec for Capnp {
         Capnp { buf: Vec::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         encode_into(Builder::new_default(), v, &mut self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         check(bytes, e)
     }
@@ -98,7 +98,7 @@ impl Codec for CapnpScratch {
         CapnpScratch { buf: Vec::new(), scratch: Vec::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         // PERF: the scratch space must hold the whole message or capnp falls
         // back to the heap; it grows once, on the first message of a size.
@@ -110,7 +110,7 @@ impl Codec for CapnpScratch {
         encode_into(Builder::new(alloc), v, &mut self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         check_no_alloc(bytes, e)
     }

@@ -28,7 +28,7 @@ impl Codec for FlatBuffers {
         FlatBuffers { b: FlatBufferBuilder::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     // NOTE: the same table travels both ways; `side` is unused.
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         self.b.reset();
@@ -50,7 +50,7 @@ impl Codec for FlatBuffers {
         Ok(self.b.finished_data())
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = flatbuffers::root::<Vote>(bytes)?;
         ensure!(r.round() == e.round, "round");
@@ -75,7 +75,7 @@ impl Codec for FlatBuffersStruct {
         FlatBuffersStruct { b: FlatBufferBuilder::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         self.b.reset();
         let keys = Keys::new(&v.block_hash, &v.voter_id, &v.signature);
@@ -92,7 +92,7 @@ impl Codec for FlatBuffersStruct {
         Ok(self.b.finished_data())
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = flatbuffers::root::<VoteFixed>(bytes)?;
         ensure!(r.round() == e.round, "round");

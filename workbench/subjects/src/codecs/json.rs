@@ -115,7 +115,7 @@ impl Codec for JsonRpc {
         JsonRpc { buf: Vec::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteJson::from_data(v);
@@ -131,7 +131,7 @@ impl Codec for JsonRpc {
         Ok(&self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         let (jsonrpc, id, vote) = match side {
             Envelope::Request => {
@@ -266,7 +266,7 @@ impl Codec for JsonRpcBorrowed {
         JsonRpcBorrowed { buf: Vec::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, side: Envelope) -> Result<&[u8]> {
         self.buf.clear();
         let vote = VoteHexOut {
@@ -290,7 +290,7 @@ impl Codec for JsonRpcBorrowed {
         Ok(&self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, side: Envelope) -> Result<()> {
         // NOTE: a `&str` field fails on a string with escapes (it cannot
         // borrow); hex digits never need one.

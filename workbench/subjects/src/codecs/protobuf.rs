@@ -53,7 +53,7 @@ impl Codec for Protobuf {
         Protobuf { buf: Vec::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         let m = to_pb(v);
         self.buf.clear();
@@ -61,7 +61,7 @@ impl Codec for Protobuf {
         Ok(&self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let m = pb::Vote::decode(bytes)?;
         ensure!(same(&m, e), "decoded vote differs from the one encoded");
@@ -97,7 +97,7 @@ impl Codec for ProtobufReuse {
         ProtobufReuse { buf: Vec::new(), out: pb::Vote::default(), inbox: pb::Vote::default() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         fill(&mut self.out, v);
         self.buf.clear();
@@ -105,7 +105,7 @@ impl Codec for ProtobufReuse {
         Ok(&self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         // NOTE: `clear` empties the byte fields but keeps their capacity, and
         // prost's `merge` of a bytes field into a `Vec` reuses it.
@@ -131,7 +131,7 @@ impl Codec for ProtobufBytes {
         ProtobufBytes { buf: Vec::new(), staging: bytes::BytesMut::new(), rx: bytes::BytesMut::new() }
     }
 
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         // NOTE: `reserve` reclaims the staging buffer in place when no slice
         // of it is alive (the previous message was dropped below).
@@ -158,7 +158,7 @@ impl Codec for ProtobufBytes {
         Ok(&self.buf)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         self.rx.reserve(bytes.len());
         self.rx.extend_from_slice(bytes);

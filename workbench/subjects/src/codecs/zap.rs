@@ -17,7 +17,7 @@ impl Codec for ZapCodec {
     }
 
     // NOTE: ZAP carries a Vote the same way in both directions; `side` is unused.
-    #[inline(always)]
+    #[inline]
     fn encode(&mut self, v: &VoteData, _side: Envelope) -> Result<&[u8]> {
         let mut b = self.builder.root::<Vote>();
         b.round(v.round);
@@ -30,7 +30,7 @@ impl Codec for ZapCodec {
         Ok(b.finish()?)
     }
 
-    #[inline(always)]
+    #[inline]
     fn decode(&mut self, bytes: &[u8], e: &VoteData, _side: Envelope) -> Result<()> {
         let r = zap::read::<Vote>(bytes)?;
         ensure!(r.round() == e.round, "round");
