@@ -185,7 +185,7 @@ pub struct Run {
     pub manifest: Manifest,
     pub records: DataFrame,
     /// The records' columns typed for [`Run::rows`], made on first use.
-    pub columns: std::cell::OnceCell<Columns>,
+    pub columns: std::sync::OnceLock<Columns>,
 }
 
 impl Run {

@@ -123,7 +123,7 @@ pub const REPORTS: &[Report] = &[
 pub struct Analysis {
     pub scale: Scale,
     /// Per report with a dataset: the report, the run's directory, the run.
-    runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)>,
+    runs: Vec<(&'static Report, PathBuf, std::sync::Arc<Run>)>,
     pub tables: Vec<Table>,
     /// Per run directory: whether the code would still measure it the same
     /// ([`fingerprint::shown`]), told wherever its numbers are shown.
@@ -135,13 +135,13 @@ pub struct Analysis {
 /// (revision, date, machine: its own dataset's) and, when the dataset is
 /// not fresh against the tree at `root`, starts by saying so.
 pub fn analyse(root: &Path, data: &Path, scale: Scale) -> Result<Analysis> {
-    let mut runs: Vec<(&'static Report, PathBuf, std::rc::Rc<Run>)> = Vec::new();
+    let mut runs: Vec<(&'static Report, PathBuf, std::sync::Arc<Run>)> = Vec::new();
     let mut shown = std::collections::BTreeMap::new();
     for r in REPORTS {
         let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? else { continue };
         let run = match runs.iter().find(|(_, d, _)| *d == dir) {
             Some((_, _, run)) => run.clone(),
-            None => std::rc::Rc::new(dataset::load_run(&dir)?),
+            None => std::sync::Arc::new(dataset::load_run(&dir)?),
         };
         if !shown.contains_key(&dir) {
             let s =
