@@ -38,7 +38,8 @@
 //!   the runner), and bisection of an exact count.
 //! - [`site`]: the browsable report (`report/`): every experiment, trace,
 //!   comparison and history as static HTML.
-//! - [`fmt`]: number formatting shared by all of them.
+//! - [`fmt`]: number formatting shared by all of them; [`par`]: independent
+//!   jobs spread over the cores.
 //!
 //! `scripts/modgraph.py` prints the module graph and fails on a cycle.
 
@@ -48,6 +49,7 @@ pub mod gate;
 pub mod history;
 pub mod inspect;
 pub mod paper;
+pub mod par;
 pub mod report;
 pub mod run;
 pub mod site;

@@ -558,7 +558,7 @@ fn compare_cmd(data: &Path, args: CompareArgs) -> Result<()> {
     let CompareArgs { runs, scale, alpha, fail_on, markdown } = args;
     let rules = fail_on.iter().map(|r| compare::FailOn::parse(r)).collect::<Result<Vec<_>>>()?;
     let (a, b) = compare::resolve(data, &runs, scale)?;
-    let (ra, rb) = (workbench::data::dataset::load_run(&a)?, workbench::data::dataset::load_run(&b)?);
+    let (ra, rb) = (compare::load(&a)?, compare::load(&b)?);
     let c = compare::compare(&ra, &rb, alpha)?;
     let text = c.to_markdown();
     println!("{text}");

@@ -8,6 +8,9 @@ use polars::prelude::{Column, DataFrame, ParquetReader, ParquetWriter, SerReader
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// A run's records, in its directory.
+pub const RECORDS: &str = "records.parquet";
+
 /// One record as a subject printed it, plus the cell fields the runner adds.
 pub type Record = serde_json::Map<String, Value>;
 
@@ -211,7 +214,7 @@ impl Run {
     pub fn each<'a, R: serde::Deserialize<'a> + 'a>(
         &'a self,
     ) -> impl Iterator<Item = Result<records::Row<R, &'a str>>> + 'a {
-        let path = format!("reading {} as {}", self.dir.join("records.parquet").display(), std::any::type_name::<R>());
+        let path = format!("reading {} as {}", self.dir.join(RECORDS).display(), std::any::type_name::<R>());
         let (cols, err) = match self.columns() {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),
@@ -223,7 +226,27 @@ impl Run {
 /// Loads the run in `dir`.
 pub fn load_run(dir: &Path) -> Result<Run> {
     let manifest = load_run_manifest(dir)?;
-    let records = read_parquet(&dir.join("records.parquet"))?;
+    let records = read_parquet(&dir.join(RECORDS))?;
+    Ok(Run::new(dir.into(), manifest, records))
+}
+
+/// Loads the run in `dir` with only those of `columns` its records have:
+/// what a reader that needs a few columns of many runs (the comparisons)
+/// decodes, instead of every column of every run.
+pub fn load_run_columns(dir: &Path, columns: &[&str]) -> Result<Run> {
+    let manifest = load_run_manifest(dir)?;
+    let path = dir.join(RECORDS);
+    let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut reader = ParquetReader::new(file);
+    let schema = reader.schema().with_context(|| format!("reading the schema of {}", path.display()))?;
+    let present: Vec<String> = columns
+        .iter()
+        .filter(|c| schema.contains(c))
+        .map(|c| c.to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let records = reader.with_columns(Some(present)).finish().with_context(|| format!("reading {}", path.display()))?;
     Ok(Run::new(dir.into(), manifest, records))
 }
 

@@ -19,10 +19,10 @@
 use crate::data::dataset::Run;
 use crate::inspect::trace::{self, Trace};
 use anyhow::{bail, Context, Result};
-use polars::prelude::{DataFrame, DataType};
+use polars::prelude::{DataFrame, DataType, IdxCa, IdxSize, Series};
 use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
 use statrs::stats_tests::Alternative;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Columns that identify a cell, in display order.
@@ -365,53 +365,114 @@ struct CellData {
     times: BTreeMap<String, Vec<f64>>,
 }
 
+/// Loads the run in `dir` with the columns a comparison reads and no other.
+pub fn load(dir: &Path) -> Result<Run> {
+    let mut columns: Vec<&str> = KEYS.iter().chain(COUNTS).chain(TIMES).copied().collect();
+    if !columns.contains(&records::columns::VARIANT) {
+        columns.push(records::columns::VARIANT);
+    }
+    crate::data::dataset::load_run_columns(dir, &columns)
+}
+
 /// Groups a run's records by cell: exact counts of the dhat rows, timing
 /// samples of the others (the dhat build serialises allocation; it is not timed).
+///
+/// PERF (report time): a row's cell is found from small integer codes of
+/// its key columns (each column holds a handful of distinct values), and
+/// only a cell's first row is made into strings. Made into strings row by
+/// row, the keys were 60 % of `workbench report`'s CPU: its comparison
+/// pages read every run, and a full transport-alloc run holds 6 million
+/// rows. polars' group-by took half of a comparison's time in encoding and
+/// hashing the rows; runs of equal keys alone would not do either:
+/// alloc-profile interleaves its phases row by row (4.8 million one-row
+/// runs, 10 s a comparison).
 fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
+    let height = df.height();
+    let mut out: BTreeMap<CellKey, CellData> = BTreeMap::new();
+    if height == 0 {
+        return Ok(out);
+    }
     let names: Vec<String> = df.get_column_names().iter().map(|s| s.to_string()).collect();
     let has = |c: &str| names.iter().any(|n| n == c);
-    let strings = |c: &str| -> Result<Vec<Option<String>>> {
-        let s = df.column(c)?.cast(&DataType::String)?;
-        Ok(s.str()?.iter().map(|v| v.map(str::to_string)).collect())
-    };
-    let keys: Vec<(&str, Vec<Option<String>>)> =
-        KEYS.iter().filter(|k| has(k)).map(|k| Ok((*k, strings(k)?))).collect::<Result<_>>()?;
-    let variant =
-        if has(records::columns::VARIANT) { strings(records::columns::VARIANT)? } else { vec![None; df.height()] };
-    let mut counts: Vec<(&str, Vec<Option<u64>>)> = Vec::new();
+    let mut key_cols: Vec<(&str, Series)> = Vec::new();
+    let mut codes: Vec<Vec<u32>> = Vec::new();
+    for k in KEYS.iter().filter(|k| has(k)) {
+        let s = df.column(k)?.as_materialized_series().rechunk();
+        codes.push(key_codes(&s).with_context(|| format!("key column {k}"))?);
+        key_cols.push((k, s));
+    }
+    // Each row's cell, numbered in order of first appearance.
+    let mut cell_of_row: Vec<u32> = Vec::with_capacity(height);
+    let mut firsts: Vec<IdxSize> = Vec::new();
+    let mut numbered: HashMap<[u32; KEYS.len()], u32> = HashMap::new();
+    let mut prev: Option<([u32; KEYS.len()], u32)> = None;
+    for r in 0..height {
+        let mut key = [0u32; KEYS.len()];
+        for (slot, c) in key.iter_mut().zip(&codes) {
+            *slot = c[r];
+        }
+        let cell = match prev {
+            Some((k, cell)) if k == key => cell,
+            _ => *numbered.entry(key).or_insert_with(|| {
+                firsts.push(r as IdxSize);
+                (firsts.len() - 1) as u32
+            }),
+        };
+        prev = Some((key, cell));
+        cell_of_row.push(cell);
+    }
+    let at_firsts = IdxCa::from_vec("firsts".into(), firsts.clone());
+    let mut keys: Vec<(&str, Vec<Option<String>>)> = Vec::new();
+    for (k, s) in &key_cols {
+        let taken = s.take(&at_firsts)?.cast(&DataType::String)?;
+        keys.push((k, taken.str()?.iter().map(|v| v.map(str::to_string)).collect()));
+    }
+    let get =
+        |k: &str, j: usize| keys.iter().find(|(n, _)| *n == k).and_then(|(_, v)| v[j].clone()).unwrap_or_default();
+    // The variant is a key column: one build a cell.
+    let dhat: Vec<bool> = (0..firsts.len()).map(|j| get(records::columns::VARIANT, j) == "dhat").collect();
+    let mut sums: Vec<Vec<(u128, usize)>> = Vec::new();
     for c in COUNTS.iter().filter(|c| has(c)) {
-        let s = df.column(c)?.cast(&DataType::UInt64)?;
-        counts.push((c, s.u64()?.iter().collect()));
+        let mut per_cell = vec![(0u128, 0usize); firsts.len()];
+        let v = df.column(c)?.cast(&DataType::UInt64)?;
+        for (x, &cell) in v.u64()?.iter().zip(&cell_of_row) {
+            if let (Some(x), true) = (x, dhat[cell as usize]) {
+                per_cell[cell as usize].0 += x as u128;
+                per_cell[cell as usize].1 += 1;
+            }
+        }
+        sums.push(per_cell);
     }
-    let mut times: Vec<(&str, Vec<Option<f64>>)> = Vec::new();
+    let mut samples: Vec<Vec<Vec<f64>>> = Vec::new();
     for c in TIMES.iter().filter(|c| has(c)) {
-        let s = df.column(c)?.cast(&DataType::Float64)?;
-        times.push((c, s.f64()?.iter().collect()));
+        let mut per_cell = vec![Vec::new(); firsts.len()];
+        let v = df.column(c)?.cast(&DataType::Float64)?;
+        for (x, &cell) in v.f64()?.iter().zip(&cell_of_row) {
+            if let (Some(x), false) = (x, dhat[cell as usize]) {
+                per_cell[cell as usize].push(x);
+            }
+        }
+        samples.push(per_cell);
     }
-    let mut out: BTreeMap<CellKey, CellData> = BTreeMap::new();
-    for row in 0..df.height() {
-        let get = |k: &str| keys.iter().find(|(n, _)| *n == k).and_then(|(_, v)| v[row].clone());
+    for j in 0..firsts.len() {
         let label = keys
             .iter()
-            .filter_map(|(k, v)| v[row].as_ref().map(|x| if *k == "payload" { format!("p{x}") } else { x.clone() }))
+            .filter_map(|(k, v)| v[j].as_ref().map(|x| if *k == "payload" { format!("p{x}") } else { x.clone() }))
             .collect::<Vec<_>>()
             .join(" ");
-        let trace = format!("{}-p{}-dhat-r0", get("codec").unwrap_or_default(), get("payload").unwrap_or_default());
+        let trace = format!("{}-p{}-dhat-r0", get("codec", j), get("payload", j));
         let data = out.entry(CellKey { label, trace }).or_default();
-        let dhat = variant[row].as_deref() == Some("dhat");
-        if dhat {
-            for (c, v) in &counts {
-                if let Some(x) = v[row] {
-                    let e = data.counts.entry(c.to_string()).or_default();
-                    e.0 += x as u128;
-                    e.1 += 1;
-                }
+        for (c, per_cell) in COUNTS.iter().filter(|c| has(c)).zip(&sums) {
+            let (sum, n) = per_cell[j];
+            if n > 0 {
+                let e = data.counts.entry(c.to_string()).or_default();
+                e.0 += sum;
+                e.1 += n;
             }
-        } else {
-            for (c, v) in &times {
-                if let Some(x) = v[row] {
-                    data.times.entry(c.to_string()).or_default().push(x);
-                }
+        }
+        for (c, per_cell) in TIMES.iter().filter(|c| has(c)).zip(&mut samples) {
+            if !per_cell[j].is_empty() {
+                data.times.entry(c.to_string()).or_default().append(&mut per_cell[j]);
             }
         }
     }
@@ -421,6 +482,35 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
         }
     }
     Ok(out)
+}
+
+/// Each row's value of a key column as the index of that value among the
+/// column's distinct values (a missing value is one of them).
+fn key_codes(s: &Series) -> Result<Vec<u32>> {
+    fn number<T: std::hash::Hash + Eq + Copy>(values: impl Iterator<Item = T>) -> Vec<u32> {
+        let mut seen: HashMap<T, u32> = HashMap::new();
+        let mut last: Option<(T, u32)> = None;
+        values
+            .map(|v| match last {
+                Some((l, code)) if l == v => code,
+                _ => {
+                    let n = seen.len() as u32;
+                    let code = *seen.entry(v).or_insert(n);
+                    last = Some((v, code));
+                    code
+                }
+            })
+            .collect()
+    }
+    Ok(match s.dtype() {
+        DataType::String => number(s.str()?.iter()),
+        d if d.is_unsigned_integer() => number(s.cast(&DataType::UInt64)?.u64()?.iter()),
+        d if d.is_signed_integer() => number(s.cast(&DataType::Int64)?.i64()?.iter()),
+        _ => {
+            let strings = s.cast(&DataType::String)?;
+            number(strings.str()?.iter())
+        }
+    })
 }
 
 /// `v` itself if it has at most `k` values; else the medians of `k`

@@ -135,25 +135,42 @@ pub struct Analysis {
 /// (revision, date, machine: its own dataset's) and, when the dataset is
 /// not fresh against the tree at `root`, starts by saying so.
 pub fn analyse(root: &Path, data: &Path, scale: Scale) -> Result<Analysis> {
-    let mut runs: Vec<(&'static Report, PathBuf, std::sync::Arc<Run>)> = Vec::new();
-    let mut shown = std::collections::BTreeMap::new();
+    let mut found: Vec<(&'static Report, PathBuf)> = Vec::new();
     for r in REPORTS {
-        let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? else { continue };
-        let run = match runs.iter().find(|(_, d, _)| *d == dir) {
-            Some((_, _, run)) => run.clone(),
-            None => std::sync::Arc::new(dataset::load_run(&dir)?),
-        };
-        if !shown.contains_key(&dir) {
-            let s =
-                fingerprint::shown(root, &run.manifest).with_context(|| format!("freshness of {}", dir.display()))?;
-            shown.insert(dir.clone(), s);
+        if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
+            found.push((r, dir));
         }
-        runs.push((r, dir, run));
     }
-    let mut tables = Vec::new();
-    for (r, dir, run) in &runs {
-        tables.push((r.table)(run).with_context(|| format!("table {} from {}", r.name, dir.display()))?);
+    // Each run loaded once (two reports of one dataset share it), on every
+    // core, the biggest first.
+    let mut dirs: Vec<&PathBuf> = Vec::new();
+    for (_, dir) in &found {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
     }
+    dirs.sort_by_cached_key(|d| std::cmp::Reverse(std::fs::metadata(d.join(dataset::RECORDS)).map_or(0, |m| m.len())));
+    let loaded = crate::par::on_every_core(dirs.len(), |i| -> Result<_> {
+        let run = dataset::load_run(dirs[i])?;
+        let s =
+            fingerprint::shown(root, &run.manifest).with_context(|| format!("freshness of {}", dirs[i].display()))?;
+        Ok((std::sync::Arc::new(run), s))
+    });
+    let mut by_dir = std::collections::BTreeMap::new();
+    let mut shown = std::collections::BTreeMap::new();
+    for (dir, l) in dirs.iter().zip(loaded) {
+        let (run, s) = l?;
+        by_dir.insert((*dir).clone(), run);
+        shown.insert((*dir).clone(), s);
+    }
+    let runs: Vec<(&'static Report, PathBuf, std::sync::Arc<Run>)> =
+        found.iter().map(|(r, dir)| (*r, dir.clone(), by_dir[dir].clone())).collect();
+    let mut tables = crate::par::on_every_core(runs.len(), |i| {
+        let (r, dir, run) = &runs[i];
+        (r.table)(run).with_context(|| format!("table {} from {}", r.name, dir.display()))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     for t in &mut tables {
         if t.rows.iter().any(|r| r.first().is_some_and(|n| n.text.ends_with('*'))) {
             t.caption.push(' ');

@@ -577,7 +577,7 @@ pub(crate) fn assemble(
         None
     };
     let mut df = frame.finish()?;
-    dataset::write_parquet(&mut df, &staging.join("records.parquet"))?;
+    dataset::write_parquet(&mut df, &staging.join(dataset::RECORDS))?;
     let secs = manifest::now_secs();
     let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
     let sources = sources.unwrap_or_else(|| Sources {

@@ -190,7 +190,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     let mut compares = Vec::new();
     let mut prev: Option<Run> = None;
     for d in &all {
-        let this = dataset::load_run(d)?;
+        let this = crate::inspect::compare::load(d)?;
         if let Some(p) = &prev {
             let href = format!("compare-{}.html", this.manifest.run_id);
             compare::write(site, &format!("{dir}/{href}"), p, &this)?;
@@ -227,7 +227,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     body += &page::table("runs", &["run", "revision", "tree", "date", "records", "files", "compare"], &rows);
 
     body += "<h2 id=\"files\">Files of the newest run</h2>\n<ul>\n";
-    for f in ["records.parquet", "manifest.json"] {
+    for f in [dataset::RECORDS, "manifest.json"] {
         body += &format!("<li>{}</li>\n", link(&site.link_out(&rel, &run_dir.join(f)), f));
     }
     let logs = run_dir.join("logs");

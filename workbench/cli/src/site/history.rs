@@ -33,7 +33,7 @@ fn write(site: &Pages, data: &Path, index: &Index, rel: &str) -> Result<()> {
     for (i, (c, dir)) in runs.iter().enumerate() {
         let status = match dir {
             Some(d) => {
-                measured.push((i, dataset::load_run(d)?));
+                measured.push((i, compare::load(d)?));
                 link(&site.link_out(rel, &d.join("manifest.json")), "measured")
             }
             None => match history::failure(data, &c.hash, &index.dataset, index.scale) {

@@ -165,7 +165,7 @@ pub fn write_of(
     // The biggest datasets first, so that no thread starts one as the others finish.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_cached_key(|&i| std::cmp::Reverse(bytes_under(jobs[i].3)));
-    let mut pages = on_every_core(jobs.len(), |k| {
+    let mut pages = crate::par::on_every_core(jobs.len(), |k| {
         let i = order[k];
         let (analysis, name, reports, dir, run) = &jobs[i];
         let scale = analysis.scale;
@@ -256,34 +256,6 @@ pub fn write_of(
     std::fs::rename(&build, &out).with_context(|| format!("renaming {} to {}", build.display(), out.display()))?;
     w.index = out.join("index.html");
     Ok(w)
-}
-
-/// `f(0) … f(n - 1)`, their results in that order, computed by as many
-/// threads as the machine has cores, each taking the next index when free.
-///
-/// PERF: a dataset's page (its tables, figures, trace and compare pages) is
-/// independent of every other's. On one thread `workbench report` took
-/// 112 s over this repository's committed data (2 cores, 2026-12-05), and
-/// the test command's site check waited on it; on two, 83–87 s: the
-/// biggest dataset's pages (transport-heap-growth at full, ≈ 38 s) are one
-/// job, started first.
-fn on_every_core<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism().map_or(1, |c| c.get()).min(n.max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: std::sync::Mutex<Vec<Option<T>>> = std::sync::Mutex::new((0..n).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let out = f(i);
-                done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(out);
-            });
-        }
-    });
-    done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|o| o.expect("every index ran")).collect()
 }
 
 /// The bytes of the files under `dir`: the work of its pages, roughly.
