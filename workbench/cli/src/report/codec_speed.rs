@@ -111,8 +111,9 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
              each ({} repetition(s)). In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
              to back in one process, in an order that alternates round by round (codec, ZAP, memcpy; memcpy, ZAP, \
              codec), after an untimed lead-in; every round builds all instances afresh at a new placement (the source \
-             votes slide through memory, the instances sit behind a padding that grows {} B a round, and the instances' \
-             own structs move to another heap slot each round), because a \
+             votes slide through memory, the instances sit behind a padding that grows {} B a round, the memcpy's \
+             destination slides by as much, and the instances' own structs move to another heap slot each round), \
+             because a \
              copy's speed depends on where its buffers land relative to each other (4 KiB aliasing). Ratios are \
              medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
              itself (an A/A test): they are the noise floor of every ratio in the table. Every codec's encode and \
