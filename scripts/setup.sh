@@ -26,6 +26,18 @@ for component in rustfmt clippy; do
     fi
 done
 WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The reference build is x86-64-v3 (.cargo/config.toml). On a CPU without
+# its features every build falls back to the baseline, as the runner's
+# builds do (`variants::REFERENCE`), so the tests' build and the variants'
+# still share what they compile; every manifest and caption says so.
+wb_v3_flags="avx avx2 bmi1 bmi2 f16c fma abm movbe xsave"
+for f in $wb_v3_flags; do
+    if ! grep -qw "$f" /proc/cpuinfo 2>/dev/null; then
+        echo "setup: this CPU lacks $f of x86-64-v3, the reference build: building for x86-64 (RUSTFLAGS)"
+        export RUSTFLAGS="-C target-cpu=x86-64"
+        break
+    fi
+done
 # PERF (cold start): the crates are downloaded beside the installs below
 # (network and dpkg, one core at most), not by the first build after them;
 # cargo's package-cache lock makes that build wait for this download if it

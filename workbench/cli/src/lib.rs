@@ -20,7 +20,7 @@
 //! # Layout
 //! The folders follow the data, each using only those above it:
 //! - [`spec`]: experiment specs (`experiments/*.toml`), [`spec::Scale`], and
-//!   the build variants; checked against [`probe::registry`].
+//!   the build variants; checked against [`registry`].
 //! - [`data`]: datasets on disk (records, Parquet, finding runs), manifests,
 //!   and the host facts they record.
 //! - [`run`]: the runner (cells, processes, progress, resume), building a

@@ -113,12 +113,17 @@ fn tiny_suite_end_to_end() {
     let marker = format!("{marker}\n");
     std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[0].id)), marker).unwrap();
     // Finished on this machine: a timed dataset resumes only there.
-    let meta = runner::CellMeta { seconds: 0.1, node: Some(workbench::data::manifest::Node::this()) };
-    std::fs::write(
-        staging.join("cells").join(format!("{}.meta.json", cells[0].id)),
-        serde_json::to_string(&meta).unwrap(),
-    )
-    .unwrap();
+    let meta = runner::CellMeta { seconds: 0.1, node: Some(workbench::data::manifest::Node::this()), records: None };
+    for c in &cells[..2] {
+        std::fs::write(
+            staging.join("cells").join(format!("{}.meta.json", c.id)),
+            serde_json::to_string(&meta).unwrap(),
+        )
+        .unwrap();
+    }
+    // A second finished cell cut mid-line by a kill: run again, not a dead end.
+    let cut = serde_json::to_string(&summary).unwrap();
+    std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[1].id)), &cut[..cut.len() / 2]).unwrap();
     let heap_run = runner::run_spec(&opts, hp, &heap, &mut bins, &multi).unwrap();
     assert_eq!((heap_run.cells, heap_run.resumed), (6, 1));
     // The events build's file: compressed, every operation on its axis, and

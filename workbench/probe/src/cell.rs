@@ -13,8 +13,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cell {
-    /// What the target binary runs ([`crate::registry::Experiment::runs`]).
-    pub experiment: String,
+    /// What the target binary runs ([`registry::Experiment::runs`]).
+    pub experiment: registry::Experiment,
     /// Codec or transport stack name, as registered in `subjects`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub codec: String,
@@ -52,35 +52,13 @@ fn is_zero_u64(v: &u64) -> bool {
     *v == 0
 }
 
-/// A setting of the spec that does not have the type its experiment reads.
-#[derive(Debug)]
-pub struct ParamError {
-    pub experiment: String,
-    pub key: String,
-    pub value: serde_json::Value,
-    pub source: serde_json::Error,
-}
-
-impl std::fmt::Display for ParamError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: params.{} = {}: wrong type ({})", self.experiment, self.key, self.value, self.source)
-    }
-}
-
-impl std::error::Error for ParamError {}
-
 impl Cell {
-    /// The setting `key`, or `default` when the spec leaves it out.
-    pub fn param<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T, ParamError> {
-        match self.params.get(key) {
-            None => Ok(default),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|source| ParamError {
-                experiment: self.experiment.clone(),
-                key: key.to_string(),
-                value: v.clone(),
-                source,
-            }),
-        }
+    /// The spec's `[params]` read into the experiment's own type `P`
+    /// (`records::…::Params`): the same reading the spec loader checked
+    /// ([`registry::Experiment::check_params`]), so an unknown key or a
+    /// value of the wrong type is an error naming it.
+    pub fn params<P: DeserializeOwned>(&self) -> Result<P, registry::ParamsError> {
+        registry::read_params(self.experiment, &self.params)
     }
 
     /// Parses the `--cell` argument, naming the flag when it is not a cell.
@@ -131,13 +109,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn param_errors_name_the_key() {
-        let cell =
-            Cell::from_arg(r#"{"experiment":"throughput","params":{"rows":"many"},"seed":1,"work_dir":"/tmp/x"}"#)
-                .unwrap();
-        let e = cell.param::<u64>("rows", 5).unwrap_err().to_string();
-        assert!(e.contains("params.rows"), "{e}");
-        assert_eq!(cell.param::<u64>("missing", 5).unwrap(), 5);
+    fn params_are_read_by_the_experiments_type_naming_the_key_at_fault() {
+        use records::server::throughput::Params;
+        let cell = |params: &str| {
+            Cell::from_arg(&format!(r#"{{"experiment":"throughput","params":{params},"seed":1,"work_dir":"/tmp/x"}}"#))
+                .unwrap()
+        };
+        let e = cell(r#"{"rows":"many"}"#).params::<Params>().unwrap_err().to_string();
+        assert!(e.contains("throughput") && e.contains("invalid type"), "{e}");
+        let e = cell(r#"{"rowz":5}"#).params::<Params>().unwrap_err().to_string();
+        assert!(e.contains("rowz") && e.contains("concurrency"), "{e}");
+        let p = cell(r#"{"rows":5}"#).params::<Params>().unwrap();
+        assert_eq!((p.rows, p.rounds), (5, Params::default().rounds));
     }
 
     #[test]
@@ -147,7 +130,7 @@ mod tests {
         let text = serde_json::to_string(&c).unwrap();
         assert!(!text.contains("work_dir") && !text.contains("params"), "{text}");
         assert_eq!(Cell::from_arg(&text).unwrap(), c);
-        assert!(Cell::from_arg(r#"{"experiment":"x","seed":1,"rows":3}"#).is_err());
+        assert!(Cell::from_arg(r#"{"experiment":"heap-growth","seed":1,"rows":3}"#).is_err());
     }
 
     #[test]
@@ -156,9 +139,12 @@ mod tests {
         assert!(matches!(Invocation::parse(&a(&["--variant"])), Some(Ok(Invocation::Variant))));
         assert!(matches!(Invocation::parse(&a(&["--cell", "{}"])), Some(Err(_))));
         assert!(Invocation::parse(&a(&["serve", "--data", "x"])).is_none());
-        let Some(Ok(Invocation::Cell(c))) = Invocation::parse(&a(&["--cell", r#"{"experiment":"x","seed":2}"#])) else {
+        let Some(Ok(Invocation::Cell(c))) =
+            Invocation::parse(&a(&["--cell", r#"{"experiment":"heap-growth","seed":2}"#]))
+        else {
             panic!("a cell")
         };
-        assert_eq!((c.experiment.as_str(), c.seed), ("x", 2));
+        assert_eq!((c.experiment, c.seed), (registry::Experiment::HeapGrowth, 2));
+        assert!(matches!(Invocation::parse(&a(&["--cell", r#"{"experiment":"x","seed":2}"#])), Some(Err(_))));
     }
 }

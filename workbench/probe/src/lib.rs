@@ -26,8 +26,8 @@
 //! - [`Probe`]: starts the profiler (dhat writes its trace file on drop).
 //! - [`Counters`]: the cheap, allocation-free per-operation counters.
 //! - [`Snapshot`], [`JemallocStats`]: the full picture, RSS included.
-//! - [`registry`]: every experiment, named once (dataset, target binary,
-//!   axes, builds); [`Cell`]: one unit of work for any target binary.
+//! - [`Cell`]: one unit of work for any target binary (the experiments it
+//!   names are the `registry` crate's).
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
@@ -60,7 +60,6 @@ static ALLOC: events::Recorder<std::alloc::System> = events::Recorder(std::alloc
 pub mod cell;
 #[cfg(feature = "events")]
 pub mod events;
-pub mod registry;
 pub mod rss;
 pub mod sides;
 

@@ -76,6 +76,34 @@ pub struct Row<R, S = String> {
     pub record: R,
 }
 
+/// What `workbench compare` reads of a record type: the columns that tell
+/// its cells apart (beside the cell's own: codec, payload, variant), the
+/// exact counts (summed per cell, any change is a change) and the timings
+/// (one sample per record). Written beside the type, so that a field
+/// renamed here is renamed for the comparison too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Columns {
+    pub keys: &'static [&'static str],
+    pub counts: &'static [&'static str],
+    pub times: &'static [&'static str],
+}
+
+impl Columns {
+    /// The cell's own key columns ([`CellFields`]), before a record's.
+    pub const CELL_KEYS: &'static [&'static str] = &[columns::CODEC, columns::PAYLOAD, columns::VARIANT];
+}
+
+/// A record type's [`Columns`].
+pub trait Compared {
+    const COLUMNS: Columns;
+}
+
+/// The `[params]` of an experiment that takes none (its axes are the spec's
+/// own keys): any key is refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
 /// Writes `record` as one JSON line: the one way a measured process prints
 /// a record.
 pub fn line<R: Serialize>(out: &mut dyn std::io::Write, record: &R) -> std::io::Result<()> {

@@ -35,6 +35,44 @@ pub mod throughput {
     pub use super::Floor;
     use serde::{Deserialize, Serialize};
 
+    /// The spec's `[params]`: the closed loop's axes and the peer.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// Rows loaded into the table.
+        pub rows: u64,
+        /// Rows an insert carries while loading.
+        pub batch: u64,
+        /// Clients at once, one level after another.
+        pub concurrency: Vec<usize>,
+        /// Seconds of closed loop per query, level and round.
+        pub seconds: f64,
+        /// Rounds, engines and queries interleaved within each.
+        pub rounds: usize,
+        /// Our engine's threads settings (0 = every core).
+        pub threads: Vec<u64>,
+        /// The command that runs the peer engine (chDB); empty = no peer.
+        pub chdb: Vec<String>,
+        /// The peer's threads settings (0 = its default).
+        pub chdb_threads: Vec<u64>,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params {
+                rows: 1_000_000,
+                batch: 1_000_000,
+                concurrency: vec![1, 2, 4, 8],
+                seconds: 1.0,
+                rounds: 5,
+                threads: vec![0],
+                chdb: Vec::new(),
+                chdb_threads: vec![0],
+            }
+        }
+    }
+
+
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
@@ -106,9 +144,14 @@ pub mod throughput {
 
 /// build-stages: per stage, the binary, then throughput's records.
 pub mod build_stages {
-    use super::throughput::{Query, Rss};
+    use super::throughput::{Peer, Query, Rss};
+    use super::Floor;
     use crate::runner::BuildFailed;
     use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`: throughput's, without a peer (the stages
+    /// compare our builds only, so `chdb` is refused by the driver).
+    pub type Params = super::throughput::Params;
 
     /// What the driver writes before throughput's records.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,14 +160,17 @@ pub mod build_stages {
         Binary(Binary),
     }
 
-    /// A build-stages dataset's rows: the driver's, throughput's, and the
-    /// runner's for a stage it could not build.
+    /// A build-stages dataset's rows: the driver's, throughput's (its
+    /// floors too, measured after the engines stopped), and the runner's for
+    /// a stage it could not build.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Binary(Binary),
+        Peer(Peer),
         Query(Query),
         Rss(Rss),
+        Floor(Floor),
         #[serde(rename = "build-failed")]
         BuildFailed(BuildFailed),
     }
@@ -142,6 +188,25 @@ pub mod build_stages {
 /// connections.
 pub mod connection_scaling {
     use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// Connections held at each step, ascending.
+        pub steps: Vec<usize>,
+        /// Milliseconds to wait at each step before reading memory.
+        pub settle_ms: u64,
+        /// The peer's server binary (Debian's clickhouse-server); none = no peer.
+        pub clickhouse: Option<std::path::PathBuf>,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params { steps: vec![10, 100, 1000], settle_ms: 300, clickhouse: None }
+        }
+    }
+
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(untagged)]
@@ -235,6 +300,26 @@ pub mod datastore_queries {
     pub use super::Floor;
     use serde::{Deserialize, Serialize};
 
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        pub rows: u64,
+        /// Rows an insert carries while loading.
+        pub batch: u64,
+        /// Timed runs of each query.
+        pub runs: usize,
+        /// The engine's threads settings (0 = every core).
+        pub threads: Vec<usize>,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params { rows: 1_000_000, batch: 1_000_000, runs: 10, threads: vec![0] }
+        }
+    }
+
+
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
@@ -277,6 +362,54 @@ pub mod datastore_queries {
 /// fault-soak: hostile clients, kills and greedy queries.
 pub mod fault_soak {
     use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        pub rows: u64,
+        /// Hostile connections of the flight act.
+        pub connections: usize,
+        /// Calls each hostile connection keeps in flight.
+        pub flight: u32,
+        /// Honest clients of the soak.
+        pub clients: usize,
+        pub seconds: f64,
+        /// Milliseconds between memory samples.
+        pub sample_ms: u64,
+        /// The server's answer budget, MiB.
+        pub answer_budget_mib: usize,
+        /// The server's per-connection answer budget, MiB.
+        pub conn_answer_budget_mib: usize,
+        /// SIGKILLs of the server under writes (the crash act; 0 = none).
+        pub kills: usize,
+        /// Writers during the crash act.
+        pub kill_writers: usize,
+        /// Rows of the greedy act's table (0 = no greedy act).
+        pub greedy_rows: u64,
+        /// The greedy act's `[query budget, server budget]` pairs, MiB.
+        pub greedy_budgets_mib: Vec<[usize; 2]>,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params {
+                rows: 200_000,
+                connections: 10,
+                flight: 100,
+                clients: 8,
+                seconds: 60.0,
+                sample_ms: 10,
+                answer_budget_mib: 256,
+                conn_answer_budget_mib: 64,
+                kills: 0,
+                kill_writers: 2,
+                greedy_rows: 0,
+                greedy_budgets_mib: Vec::new(),
+            }
+        }
+    }
+
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
@@ -368,6 +501,34 @@ pub mod fault_soak {
 pub mod server_heap_growth {
     use serde::{Deserialize, Serialize};
 
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// `ping`, `mix`, or one of the workload's query names.
+        pub workloads: Vec<String>,
+        /// Calls of the ping workload (and of every other, unless `mix_queries`).
+        pub queries: u64,
+        /// Calls of every workload but ping; `queries` when left out.
+        pub mix_queries: Option<u64>,
+        /// Heap samples over a workload.
+        pub samples: u64,
+        pub rows: u64,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params {
+                workloads: vec!["ping".to_string(), "mix".to_string()],
+                queries: 100_000,
+                mix_queries: None,
+                samples: 100,
+                rows: 10_000,
+            }
+        }
+    }
+
+
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
@@ -393,6 +554,43 @@ pub mod server_heap_growth {
 /// io-wakeup: pings, chains and CPU with and without the idle spin.
 pub mod io_wakeup {
     use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// The I/O thread's spin settings, µs; none = the server's own
+        /// (`server::limits::IDLE_SPIN`) and 0.
+        pub spins_us: Option<Vec<u64>>,
+        pub rounds: usize,
+        pub rows: u64,
+        /// Idle connections beside the pinging one.
+        pub background: usize,
+        pub ping_every_ms: u64,
+        /// Chain depth of the chains act.
+        pub depth: usize,
+        pub seconds: f64,
+        /// Clients of the CPU act.
+        pub clients: usize,
+        pub cpu_seconds: f64,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params {
+                spins_us: None,
+                rounds: 5,
+                rows: 100_000,
+                background: 100,
+                ping_every_ms: 50,
+                depth: 64,
+                seconds: 2.0,
+                clients: 1000,
+                cpu_seconds: 5.0,
+            }
+        }
+    }
+
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
@@ -442,6 +640,25 @@ pub mod io_wakeup {
 pub mod pipeline_depth {
     use serde::{Deserialize, Serialize};
 
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// Chain depths.
+        pub depths: Vec<usize>,
+        /// Round-trip delays the proxy adds, µs (0 = its own forwarding only).
+        pub rtt_us: Vec<u64>,
+        /// Runs per (delay, depth, mode).
+        pub runs: usize,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params { depths: vec![1, 2, 4, 8, 16, 32, 64], rtt_us: vec![0, 500], runs: 20 }
+        }
+    }
+
+
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "mode")]
     pub enum Record {
@@ -472,4 +689,41 @@ pub mod pipeline_depth {
         pub runs: u64,
         pub speedup: f64,
     }
+}
+
+impl crate::Compared for server_heap_growth::Record {
+    const COLUMNS: crate::Columns = crate::Columns {
+        keys: &["kind", "workload"],
+        counts: &["total_allocs", "total_bytes", "peak_heap_bytes", "live_heap_bytes"],
+        times: &[],
+    };
+}
+
+impl crate::Compared for throughput::Record {
+    const COLUMNS: crate::Columns =
+        crate::Columns { keys: &["kind", "engine", "query", "concurrency"], counts: &[], times: &["p50_ms"] };
+}
+
+impl crate::Compared for build_stages::Record {
+    const COLUMNS: crate::Columns = <throughput::Record as crate::Compared>::COLUMNS;
+}
+
+impl crate::Compared for datastore_queries::Record {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["kind", "query", "threads"], counts: &[], times: &["ms"] };
+}
+
+impl crate::Compared for pipeline_depth::Record {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["mode", "rtt_us", "depth"], counts: &[], times: &["ms"] };
+}
+
+impl crate::Compared for connection_scaling::Record {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["server", "connections"], counts: &[], times: &[] };
+}
+
+impl crate::Compared for io_wakeup::Record {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["kind", "spin_us", "phase"], counts: &[], times: &[] };
+}
+
+impl crate::Compared for fault_soak::Record {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["kind"], counts: &[], times: &[] };
 }

@@ -4,6 +4,18 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The `[params]` of the transport round-trip experiments
+/// (transport-alloc and the roundtrip-latency family).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoundtripParams {
+    /// The core the client and server threads run on; none = they float.
+    pub pin_core: Option<usize>,
+    /// Requests per second of the open loop (roundtrip-latency-open, which
+    /// needs it).
+    pub rate: Option<f64>,
+}
+
 /// alloc-profile: one message's cost in one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AllocProfile {
@@ -147,4 +159,26 @@ pub struct RoundTrip {
     pub server_allocs: Option<u64>,
     pub server_bytes: Option<u64>,
     pub other_allocs: Option<u64>,
+}
+
+impl crate::Compared for AllocProfile {
+    const COLUMNS: crate::Columns =
+        crate::Columns { keys: &["phase"], counts: &["allocs", "bytes", "bytes_freed"], times: &[] };
+}
+
+impl crate::Compared for HeapGrowth {
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["kind"], counts: &["cum_allocs", "cum_bytes"], times: &[] };
+}
+
+impl crate::Compared for CodecSpeed {
+    const COLUMNS: crate::Columns =
+        crate::Columns { keys: &["implementation", "op"], counts: &[], times: &["ns_per_op"] };
+}
+
+impl crate::Compared for RoundTrip {
+    const COLUMNS: crate::Columns = crate::Columns {
+        keys: &[],
+        counts: &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs"],
+        times: &["ns"],
+    };
 }

@@ -6,7 +6,7 @@
 //! here.
 
 use anyhow::Result;
-use probe::registry;
+use registry;
 use subjects::transports::{pin_current_thread, run_with, Transport, WithTransport};
 use subjects::vote::VoteData;
 

@@ -20,6 +20,14 @@ pub struct Manifest {
     /// How each variant was built (profile overrides, PGO, BOLT).
     #[serde(default)]
     pub builds: std::collections::BTreeMap<String, String>,
+    /// The instruction set each variant was compiled for (absent in
+    /// datasets from before the reference build: [`Manifest::target_cpu`]).
+    #[serde(default)]
+    pub target_cpus: std::collections::BTreeMap<String, String>,
+    /// Why the reference build could not be used on this machine (a CPU
+    /// without its features), if it could not; every caption says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_fallback: Option<String>,
     pub cpu_model: String,
     pub cores: usize,
     pub kernel: String,
@@ -58,6 +66,19 @@ pub struct Manifest {
     /// was kept, which `workbench status` counts as stale.
     #[serde(default)]
     pub fingerprint: Option<Fingerprint>,
+}
+
+impl Manifest {
+    /// The instruction set `variant` was compiled for in this run. Runs from
+    /// before the reference build (x86-64-v3) did not record it: their
+    /// `x86-64-v3` variant was built for it, every other for the baseline.
+    pub fn target_cpu(&self, variant: &str) -> &str {
+        match self.target_cpus.get(variant) {
+            Some(cpu) => cpu,
+            None if variant == "x86-64-v3" => "x86-64-v3",
+            None => crate::spec::variants::BASELINE.label,
+        }
+    }
 }
 
 /// What a dataset was measured from: each input's hash, and one over all

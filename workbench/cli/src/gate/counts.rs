@@ -7,7 +7,7 @@
 
 use crate::data::dataset::Record;
 use anyhow::{Context, Result};
-use probe::registry::{self, Experiment};
+use registry::{self, Experiment};
 use records::server::server_heap_growth;
 use records::subject::{AllocProfile, RoundTrip};
 use serde::de::DeserializeOwned;
@@ -31,14 +31,14 @@ pub struct Gated {
 
 /// Every experiment the gate runs (a spec with a `[gate]` table must be one).
 pub const GATED: &[Gated] = &[
-    Gated { experiment: registry::ALLOC_PROFILE, counts: alloc_profile },
-    Gated { experiment: registry::TRANSPORT_ALLOC, counts: transport_alloc },
-    Gated { experiment: registry::SERVER_HEAP_GROWTH, counts: server_heap_growth },
+    Gated { experiment: registry::Experiment::AllocProfile, counts: alloc_profile },
+    Gated { experiment: registry::Experiment::TransportAlloc, counts: transport_alloc },
+    Gated { experiment: registry::Experiment::ServerHeapGrowth, counts: server_heap_growth },
 ];
 
 /// The entry of the dataset `name`.
 pub fn gated(name: &str) -> Option<&'static Gated> {
-    GATED.iter().find(|g| g.experiment.name == name)
+    GATED.iter().find(|g| g.experiment.name() == name)
 }
 
 fn typed<R: DeserializeOwned>(records: &[Record]) -> Result<Vec<R>> {

@@ -71,7 +71,7 @@ pub fn suite(root: &Path) -> Result<Vec<GateCell>> {
                 "{}: [gate]: {} does not count allocations the gate reads; gated: {:?}",
                 path.display(),
                 spec.dataset(),
-                counts::GATED.iter().map(|g| g.experiment.name).collect::<Vec<_>>()
+                counts::GATED.iter().map(|g| g.experiment.name()).collect::<Vec<_>>()
             )
         })?;
         for planned in runner::plan_with(&spec, settings, &["dhat".to_string()])? {
@@ -155,7 +155,7 @@ pub enum Load {
 pub struct Built {
     /// Owns the private copies the paths point at (removed on drop).
     _bins: Binaries,
-    paths: BTreeMap<probe::registry::Target, PathBuf>,
+    paths: BTreeMap<registry::Target, PathBuf>,
 }
 
 impl Built {
@@ -629,7 +629,7 @@ mod tests {
     /// decodes nothing), and each workload query on its own.
     #[test]
     fn the_suite_covers_every_codec_transport_and_query() {
-        use probe::registry::{Codec, Transport};
+        use registry::{Codec, Transport};
         let cells = suite(&crate::default_root()).unwrap();
         let units = |d: &str| -> Vec<String> {
             cells.iter().filter(|c| c.id.dataset == d).map(|c| c.id.unit.clone()).collect()

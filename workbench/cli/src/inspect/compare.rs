@@ -14,7 +14,8 @@
 //!   any difference significant.
 //!
 //! Cells are matched by the key columns the records carry (codec, payload,
-//! variant, and the experiment's own: implementation, op, phase, kind).
+//! variant, and the experiment's own); which columns are keys, exact counts
+//! or timings is said once, beside each record type ([`records::Compared`]).
 
 use crate::data::dataset::Run;
 use crate::inspect::trace::{self, Trace};
@@ -25,22 +26,22 @@ use statrs::stats_tests::Alternative;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-/// Columns that identify a cell, in display order.
-const KEYS: &[&str] = &["codec", "implementation", "op", "phase", "kind", "payload", "variant"];
-/// Exact counts (dhat build).
-const COUNTS: &[&str] = &[
-    "allocs",
-    "bytes",
-    "client_allocs",
-    "client_bytes",
-    "server_allocs",
-    "server_bytes",
-    "other_allocs",
-    "cum_allocs",
-    "cum_bytes",
-];
-/// Timings, one sample per record.
-const TIMES: &[&str] = &["ns", "ns_per_op"];
+/// Key columns a cell may have at most: the cell's own and its record
+/// type's ([`records::Columns`]); a record type with more is refused.
+const MAX_KEYS: usize = 8;
+
+/// The columns a comparison of `experiment`'s runs reads, from its record
+/// type ([`registry::Experiment::columns`]): keys (the cell's own first),
+/// exact counts, timings.
+fn columns_of(experiment: &str) -> Result<(Vec<&'static str>, records::Columns)> {
+    let e: registry::Experiment = experiment.parse()?;
+    let c = e.columns();
+    let keys: Vec<&'static str> = records::Columns::CELL_KEYS.iter().chain(c.keys).copied().collect();
+    if keys.len() > MAX_KEYS {
+        bail!("{experiment}: {} key columns, more than a comparison holds ({MAX_KEYS})", keys.len());
+    }
+    Ok((keys, c))
+}
 
 /// Timing samples per cell at most; more records are batched (see above).
 pub const BATCHES: usize = 50;
@@ -185,7 +186,8 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
             notes.push(format!("{name} was measured on a dirty tree at {}", short_rev(&m.git_revision)));
         }
     }
-    let (ca, cb) = (cells(&a.records)?, cells(&b.records)?);
+    let (keys, cols) = columns_of(&a.manifest.experiment)?;
+    let (ca, cb) = (cells(&a.records, &keys, &cols)?, cells(&b.records, &keys, &cols)?);
     let mut counts = Vec::new();
     let mut times = Vec::new();
     for (key, xa) in &ca {
@@ -193,7 +195,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
             notes.push(format!("{} is only in A", key.label));
             continue;
         };
-        for col in COUNTS {
+        for col in cols.counts {
             if let (Some(va), Some(vb)) = (xa.counts.get(*col), xb.counts.get(*col)) {
                 counts.push(CountRow {
                     cell: key.label.clone(),
@@ -204,7 +206,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
                 });
             }
         }
-        for col in TIMES {
+        for col in cols.times {
             if let (Some(sa), Some(sb)) = (xa.times.get(*col), xb.times.get(*col)) {
                 if sa.is_empty() || sb.is_empty() {
                     continue;
@@ -367,7 +369,9 @@ struct CellData {
 
 /// Loads the run in `dir` with the columns a comparison reads and no other.
 pub fn load(dir: &Path) -> Result<Run> {
-    let mut columns: Vec<&str> = KEYS.iter().chain(COUNTS).chain(TIMES).copied().collect();
+    let manifest = crate::data::dataset::load_run_manifest(dir)?;
+    let (keys, c) = columns_of(&manifest.experiment)?;
+    let mut columns: Vec<&str> = keys.iter().chain(c.counts).chain(c.times).copied().collect();
     if !columns.contains(&records::columns::VARIANT) {
         columns.push(records::columns::VARIANT);
     }
@@ -386,7 +390,7 @@ pub fn load(dir: &Path) -> Result<Run> {
 /// hashing the rows; runs of equal keys alone would not do either:
 /// alloc-profile interleaves its phases row by row (4.8 million one-row
 /// runs, 10 s a comparison).
-fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
+fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<BTreeMap<CellKey, CellData>> {
     let height = df.height();
     let mut out: BTreeMap<CellKey, CellData> = BTreeMap::new();
     if height == 0 {
@@ -396,7 +400,7 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
     let has = |c: &str| names.iter().any(|n| n == c);
     let mut key_cols: Vec<(&str, Series)> = Vec::new();
     let mut codes: Vec<Vec<u32>> = Vec::new();
-    for k in KEYS.iter().filter(|k| has(k)) {
+    for k in key_names.iter().filter(|k| has(k)) {
         let s = df.column(k)?.as_materialized_series().rechunk();
         codes.push(key_codes(&s).with_context(|| format!("key column {k}"))?);
         key_cols.push((k, s));
@@ -404,10 +408,10 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
     // Each row's cell, numbered in order of first appearance.
     let mut cell_of_row: Vec<u32> = Vec::with_capacity(height);
     let mut firsts: Vec<IdxSize> = Vec::new();
-    let mut numbered: HashMap<[u32; KEYS.len()], u32> = HashMap::new();
-    let mut prev: Option<([u32; KEYS.len()], u32)> = None;
+    let mut numbered: HashMap<[u32; MAX_KEYS], u32> = HashMap::new();
+    let mut prev: Option<([u32; MAX_KEYS], u32)> = None;
     for r in 0..height {
-        let mut key = [0u32; KEYS.len()];
+        let mut key = [0u32; MAX_KEYS];
         for (slot, c) in key.iter_mut().zip(&codes) {
             *slot = c[r];
         }
@@ -429,10 +433,12 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
     }
     let get =
         |k: &str, j: usize| keys.iter().find(|(n, _)| *n == k).and_then(|(_, v)| v[j].clone()).unwrap_or_default();
-    // The variant is a key column: one build a cell.
-    let dhat: Vec<bool> = (0..firsts.len()).map(|j| get(records::columns::VARIANT, j) == "dhat").collect();
+    // The variant is a key column: one build a cell. Counts are read from
+    // the builds that count exactly (dhat, events), timings from the others.
+    let dhat: Vec<bool> =
+        (0..firsts.len()).map(|j| crate::spec::variants::counts_exactly(&get(records::columns::VARIANT, j))).collect();
     let mut sums: Vec<Vec<(u128, usize)>> = Vec::new();
-    for c in COUNTS.iter().filter(|c| has(c)) {
+    for c in cols.counts.iter().filter(|c| has(c)) {
         let mut per_cell = vec![(0u128, 0usize); firsts.len()];
         let v = df.column(c)?.cast(&DataType::UInt64)?;
         for (x, &cell) in v.u64()?.iter().zip(&cell_of_row) {
@@ -444,7 +450,7 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
         sums.push(per_cell);
     }
     let mut samples: Vec<Vec<Vec<f64>>> = Vec::new();
-    for c in TIMES.iter().filter(|c| has(c)) {
+    for c in cols.times.iter().filter(|c| has(c)) {
         let mut per_cell = vec![Vec::new(); firsts.len()];
         let v = df.column(c)?.cast(&DataType::Float64)?;
         for (x, &cell) in v.f64()?.iter().zip(&cell_of_row) {
@@ -462,7 +468,7 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
             .join(" ");
         let trace = format!("{}-p{}-dhat-r0", get("codec", j), get("payload", j));
         let data = out.entry(CellKey { label, trace }).or_default();
-        for (c, per_cell) in COUNTS.iter().filter(|c| has(c)).zip(&sums) {
+        for (c, per_cell) in cols.counts.iter().filter(|c| has(c)).zip(&sums) {
             let (sum, n) = per_cell[j];
             if n > 0 {
                 let e = data.counts.entry(c.to_string()).or_default();
@@ -470,7 +476,7 @@ fn cells(df: &DataFrame) -> Result<BTreeMap<CellKey, CellData>> {
                 e.1 += n;
             }
         }
-        for (c, per_cell) in TIMES.iter().filter(|c| has(c)).zip(&mut samples) {
+        for (c, per_cell) in cols.times.iter().filter(|c| has(c)).zip(&mut samples) {
             if !per_cell[j].is_empty() {
                 data.times.entry(c.to_string()).or_default().append(&mut per_cell[j]);
             }

@@ -10,27 +10,13 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, source_of, Table, TableCell};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::build_stages::Record;
 use records::server::throughput::{Query, Rss};
 use server::workload::QUERIES;
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<Row>(registry::BUILD_STAGES, table, Some(figure));
-
-/// A build-stages row: the stage's own, or a floor the stage's load driver
-/// measured after its engines stopped (the driver is throughput's, which
-/// writes one a query; this table does not show them).
-// NOTE: `Floor` belongs in `records::server::build_stages::Record`; that file
-// is compiled into every measured binary, so the edit waits for the next
-// change that re-measures them all anyway.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum Row {
-    Stage(Record),
-    #[allow(dead_code)]
-    Floor(records::server::throughput::Record),
-}
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::BuildStages, table, Some(figure));
 
 /// A run's records, each with its build stage, in the order written.
 #[derive(Default)]
@@ -44,11 +30,12 @@ struct Data {
 impl Data {
     fn of(run: &Run) -> Result<Data> {
         let mut d = Data::default();
-        for r in run.each::<Row>() {
+        for r in run.each::<Record>() {
             let r = r?;
             let v = r.cell.variant.to_string();
-            let Row::Stage(record) = r.record else { continue };
-            match record {
+            match r.record {
+                // The load driver's floors and (absent) peer: not this table's.
+                Record::Floor(_) | Record::Peer(_) => {}
                 Record::Binary(b) => d.binaries.push((v, b)),
                 Record::BuildFailed(f) => d.failed.push((v, f.error)),
                 Record::Query(q) => d.queries.push((v, q)),

@@ -7,7 +7,7 @@ use crate::fmt;
 use crate::report::tables::{self, dash, median_ratio, opt_count, ratio, row, source_of, stats_of, Table, TableCell};
 use crate::spec::variants;
 use anyhow::Result;
-use probe::registry::{self, display_name};
+use registry::{self, display_name};
 use records::subject::{CodecSpeed, Implementation, Op};
 use std::collections::HashMap;
 
@@ -32,7 +32,7 @@ pub(crate) fn timings<'a>(run: &'a Run, variant: Option<&str>) -> Result<Timings
 /// The column naming a row's instruction set, present when a run has more than one.
 pub const TARGET_CPU: &str = "Target CPU";
 
-pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::CODEC_SPEED, codec_speed, None);
+pub const REPORT: Report = Report::of::<records::subject::CodecSpeed>(registry::Experiment::CodecSpeed, codec_speed, None);
 
 /// Encode/decode speed per codec, with ratios to ZAP and memcpy from the same rounds.
 pub fn codec_speed(run: &Run) -> Result<Table> {
@@ -73,7 +73,7 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
                     ratio(median_ratio(&d, &m)?),
                 ];
                 if several {
-                    r.insert(2, variants::target_cpu(variant).into());
+                    r.insert(2, run.manifest.target_cpu(variant).into());
                 }
                 rows.push(r);
             }
@@ -92,8 +92,13 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
     ];
     let builds = if several {
         header.insert(2, TARGET_CPU);
-        let named: Vec<String> =
-            variants.iter().map(|v| format!("{} ({})", variants::target_cpu(v), variants::describe(v))).collect();
+        let named: Vec<String> = variants
+            .iter()
+            .map(|v| {
+                let how = run.manifest.builds.get(v).cloned().unwrap_or_else(|| variants::describe(v));
+                format!("{} ({how})", run.manifest.target_cpu(v))
+            })
+            .collect();
         format!(
             " Each codec is timed in {} builds of the same code, named by the instruction set it was compiled \
              for: {}; the memcpy is glibc's, which picks its code for the CPU at run time in every build.",
@@ -169,11 +174,10 @@ mod tests {
         assert_eq!(cell(&t, &key, "Enc vs memcpy"), format!("{}×", fmt::sig3(4.0)));
     }
 
-    #[test]
-    fn two_builds_give_a_row_each_and_the_paper_picks_by_instruction_set() {
+    fn two_builds(reference: &str, baseline: &str) -> Run {
         let mut rows = Vec::new();
-        // ZAP at 0 B: 3× memcpy in the baseline build, 1.5× in the v3 one.
-        for (variant, zap) in [("system", 30.0), ("x86-64-v3", 15.0)] {
+        // ZAP at 0 B: 1.5× memcpy in the reference build, 3× in the baseline one.
+        for (variant, zap) in [(reference, 15.0), (baseline, 30.0)] {
             for (implementation, op, ns) in [
                 (Implementation::Codec, Op::Encode, zap),
                 (Implementation::Codec, Op::Decode, zap),
@@ -197,19 +201,45 @@ mod tests {
         let mut r = run("codec-speed", None, &rows);
         r.manifest.spec.codecs = vec!["zap".into()];
         r.manifest.spec.payloads = vec![0];
-        r.manifest.spec.quick.variants = Some(vec!["system".into(), "x86-64-v3".into()]);
+        r.manifest.spec.quick.variants = Some(vec![reference.into(), baseline.into()]);
+        r
+    }
+
+    #[test]
+    fn two_builds_give_a_row_each_and_the_paper_picks_by_instruction_set() {
+        let mut r = two_builds("system", "x86-64");
+        r.manifest.target_cpus = [("system", "x86-64-v3"), ("x86-64", "x86-64")]
+            .into_iter()
+            .map(|(v, c)| (v.to_string(), c.to_string()))
+            .collect();
+        r.manifest.builds = [("system", "RUSTFLAGS=-C target-cpu=x86-64-v3"), ("x86-64", "RUSTFLAGS=-C target-cpu=x86-64")]
+            .into_iter()
+            .map(|(v, c)| (v.to_string(), c.to_string()))
+            .collect();
         let t = codec_speed(&r).unwrap();
         assert_eq!(t.rows.len(), 2);
         let zap = display_name("zap");
         let at = |cpu: &str| cell(&t, &[zap.as_str(), &fmt::bytes(0.0), cpu], "Enc vs memcpy");
-        assert_eq!(at(variants::BASELINE_CPU), format!("{}×", fmt::sig3(3.0)));
-        assert_eq!(at("x86-64-v3"), format!("{}×", fmt::sig3(1.5)));
-        assert!(t.caption.contains("target-cpu=x86-64-v3"), "{}", t.caption);
+        assert_eq!(at(variants::BASELINE.label), format!("{}×", fmt::sig3(3.0)));
+        assert_eq!(at(variants::REFERENCE.label), format!("{}×", fmt::sig3(1.5)));
+        assert!(t.caption.contains("target-cpu=x86-64-v3") && t.caption.contains("built for x86-64-v3, x86-64"), "{}", t.caption);
 
         let tables = [(t.name.to_string(), t)].into_iter().collect();
         let by_name = |n: &str| crate::paper::MACROS.iter().find(|m| m.name == n).unwrap();
         let value = |n: &str| crate::paper::cell(&tables, by_name(n));
-        assert_eq!(value("zapBareEncVsMemcpy"), Some(format!("{}×", fmt::sig3(3.0))));
-        assert_eq!(value("zapBareEncVsMemcpyVThree"), Some(format!("{}×", fmt::sig3(1.5))));
+        assert_eq!(value("zapBareEncVsMemcpy"), Some(format!("{}×", fmt::sig3(1.5))));
+        assert_eq!(value("zapBareEncVsMemcpyBaseline"), Some(format!("{}×", fmt::sig3(3.0))));
+    }
+
+    #[test]
+    fn a_run_from_before_the_reference_build_labels_its_builds_as_they_were() {
+        // Then `system` was the baseline build and `x86-64-v3` a variant of its own.
+        let r = two_builds("x86-64-v3", "system");
+        assert!(r.manifest.target_cpus.is_empty());
+        let t = codec_speed(&r).unwrap();
+        let zap = display_name("zap");
+        let at = |cpu: &str| cell(&t, &[zap.as_str(), &fmt::bytes(0.0), cpu], "Enc vs memcpy");
+        assert_eq!(at("x86-64"), format!("{}×", fmt::sig3(3.0)));
+        assert_eq!(at("x86-64-v3"), format!("{}×", fmt::sig3(1.5)));
     }
 }

@@ -12,11 +12,11 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::connection_scaling::{Failed, Peer, Record};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<Record>(registry::CONNECTION_SCALING, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::ConnectionScaling, table, Some(figure));
 
 /// One server's memory at one step, whichever server measured it.
 struct Step {

@@ -7,10 +7,10 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table, TableCell};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::datastore_queries::{Floor, Memory, Query, Record};
 
-pub const REPORT: Report = Report::of::<Record>(registry::DATASTORE_QUERIES, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::DatastoreQueries, table, None);
 
 /// How a threads setting reads in the table (the prose macros find rows by it).
 pub fn threads_label(threads: u64) -> String {

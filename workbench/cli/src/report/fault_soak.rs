@@ -10,10 +10,10 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::fault_soak::{Detail, Kills, Record, Summary};
 
-pub const REPORT: Report = Report::of::<Record>(registry::FAULT_SOAK, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::FaultSoak, table, None);
 
 fn table(run: &Run) -> Result<Table> {
     let all = run.rows::<Record>()?;

@@ -272,7 +272,7 @@ mod tests {
     #[test]
     fn every_registered_line_gets_its_own_colour() {
         // The eleventh transport once drew the floor and JSON-RPC in one blue.
-        let most = probe::registry::Transport::ALL.len().max(probe::registry::Codec::ALL.len());
+        let most = registry::Transport::ALL.len().max(registry::Codec::ALL.len());
         assert!(most <= PALETTE.len(), "{most} lines share a figure but the palette has {} colours", PALETTE.len());
         for (i, a) in PALETTE.iter().enumerate() {
             assert!(!PALETTE[..i].contains(a), "colour {i} repeats");

@@ -27,13 +27,13 @@ use crate::fmt;
 use crate::inspect::trace::{self, Trace};
 use crate::report::tables::{row, source_of, Table};
 use anyhow::Result;
-use probe::registry::{self, display_name};
+use registry::{self, display_name};
 use records::subject::{AllocProfile, Phase};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 pub const REPORT: Report =
-    Report { name: "growth-laws", ..Report::of::<AllocProfile>(registry::ALLOC_PROFILE, laws, None) };
+    Report { name: "growth-laws", ..Report::of::<AllocProfile>(registry::Experiment::AllocProfile, laws, None) };
 
 /// `y = a + b × x`, with the largest relative error over the points fitted.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,7 +10,7 @@ use crate::inspect::trace::events;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
 use crate::report::tables::{self, field, opt_bytes, opt_count, row, source_of, stats_of, steady_rate, Table};
 use anyhow::Result;
-use probe::registry::{self, display_name};
+use registry::{self, display_name};
 use records::subject::{HeapGrowth, HeapKind};
 use records::Row;
 use std::path::{Path, PathBuf};
@@ -41,15 +41,15 @@ fn median_of<'a>(
 }
 
 pub const REPORT: Report = Report::of::<records::subject::HeapGrowth>(
-    registry::HEAP_GROWTH,
-    |r| heap_growth(r, registry::HEAP_GROWTH.name),
-    Some(|d, r| heap_growth_figure(d, r, registry::HEAP_GROWTH.name)),
+    registry::Experiment::HeapGrowth,
+    |r| heap_growth(r, registry::Experiment::HeapGrowth.name()),
+    Some(|d, r| heap_growth_figure(d, r, registry::Experiment::HeapGrowth.name())),
 );
 
 pub const TRANSPORTS: Report = Report::of::<records::subject::HeapGrowth>(
-    registry::TRANSPORT_HEAP_GROWTH,
-    |r| heap_growth(r, registry::TRANSPORT_HEAP_GROWTH.name),
-    Some(|d, r| heap_growth_figure(d, r, registry::TRANSPORT_HEAP_GROWTH.name)),
+    registry::Experiment::TransportHeapGrowth,
+    |r| heap_growth(r, registry::Experiment::TransportHeapGrowth.name()),
+    Some(|d, r| heap_growth_figure(d, r, registry::Experiment::TransportHeapGrowth.name())),
 );
 
 /// The paper's second table: cumulative heap after N round trips
@@ -240,7 +240,7 @@ mod tests {
             (d(), rec(HeapKind::Sample, 3000, 1_000_200)),
             (d(), rec(HeapKind::Summary, 3000, 1_000_200)),
         ];
-        let t = heap_growth(&run("heap-growth", None, &rows), registry::HEAP_GROWTH.name).unwrap();
+        let t = heap_growth(&run("heap-growth", None, &rows), registry::Experiment::HeapGrowth.name()).unwrap();
         let key = [display_name("zap"), fmt::bytes(0.0)];
         let key: Vec<&str> = key.iter().map(String::as_str).collect();
         assert_eq!(cell(&t, &key, "Messages"), fmt::count(3000.0));

@@ -6,11 +6,11 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{self, dash, ratio, row, source_of, stats_of, Table};
 use anyhow::Result;
-use probe::registry::{self, display_name};
+use registry::{self, display_name};
 use records::subject::{Implementation, Op};
 
 pub const REPORT: Report =
-    Report::of::<records::subject::CodecSpeed>(registry::INSTRUMENTATION_COST, instrumentation_cost, None);
+    Report::of::<records::subject::CodecSpeed>(registry::Experiment::InstrumentationCost, instrumentation_cost, None);
 
 /// What each instrumented build costs in time: the codec-speed cells run in
 /// every build from one run (`experiments/instrumentation-cost.toml`).

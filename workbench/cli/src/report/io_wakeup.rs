@@ -9,10 +9,10 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::io_wakeup::Record;
 
-pub const REPORT: Report = Report::of::<Record>(registry::IO_WAKEUP, table, None);
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::IoWakeup, table, None);
 
 /// One value a column shows, where the record has it.
 type Metric = fn(&Record) -> Option<f64>;

@@ -1,4 +1,4 @@
-//! One report per registered dataset ([`probe::registry`]): its table, its
+//! One report per registered dataset ([`registry`]): its table, its
 //! figure. Tables, figures and the stale-table cleanup all walk [`REPORTS`];
 //! a report names its dataset by the registry's constant, never by a string.
 //!
@@ -28,7 +28,7 @@ use crate::data::dataset::{self, Run};
 use crate::run::fingerprint::{self, Shown};
 use crate::spec::Scale;
 use anyhow::{Context, Result};
-use probe::registry::Experiment;
+use registry::Experiment;
 use std::path::{Path, PathBuf};
 use tables::Table;
 
@@ -80,12 +80,12 @@ impl Report {
         table: fn(&Run) -> Result<Table>,
         figure: Option<FigureFn>,
     ) -> Report {
-        Report { name: experiment.name, experiment, table, figure, read: read::<R> }
+        Report { name: experiment.name(), experiment, table, figure, read: read::<R> }
     }
 
     /// The dataset it reads.
     pub fn dataset(&self) -> &'static str {
-        self.experiment.name
+        self.experiment.name()
     }
 }
 
@@ -339,7 +339,7 @@ mod tests {
         for (path, spec) in specs {
             assert!(REPORTS.iter().any(|r| r.dataset() == spec.dataset()), "{} has no report", path.display());
         }
-        for e in probe::registry::ALL {
+        for e in registry::ALL {
             assert!(REPORTS.iter().any(|r| r.dataset() == e.name), "registered {} has no report", e.name);
             let spec = crate::default_root().join("experiments").join(format!("{}.toml", e.name));
             assert!(spec.exists(), "registered {} has no spec {}", e.name, spec.display());

@@ -10,11 +10,11 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::pipeline_depth::{Chain, Record};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<Record>(registry::PIPELINE_DEPTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::PipelineDepth, table, Some(figure));
 
 /// The two ways a chain is sent, as the table and legend name them.
 const MODES: [(Mode, &str); 2] = [(Mode::Pipelined, "pipelined"), (Mode::RequestResponse, "request-response")];

@@ -12,30 +12,30 @@ use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
 use crate::report::tables::{dash, ratio, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
-use probe::registry::display_name;
+use registry;
+use registry::display_name;
 use records::subject::RoundTrip;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-const LATENCY_NAME: &str = registry::ROUNDTRIP_LATENCY.name;
-const AWAKE_NAME: &str = registry::ROUNDTRIP_LATENCY_AWAKE.name;
-const OPEN_NAME: &str = registry::ROUNDTRIP_LATENCY_OPEN.name;
+const LATENCY_NAME: &str = registry::Experiment::RoundtripLatency.name();
+const AWAKE_NAME: &str = registry::Experiment::RoundtripLatencyAwake.name();
+const OPEN_NAME: &str = registry::Experiment::RoundtripLatencyOpen.name();
 
 pub const REPORT: Report = Report::of::<records::subject::RoundTrip>(
-    registry::ROUNDTRIP_LATENCY,
+    registry::Experiment::RoundtripLatency,
     |r| roundtrip_latency(r, LATENCY_NAME),
     Some(|d, r| latency_figure(d, r, LATENCY_NAME)),
 );
 
 pub const AWAKE: Report = Report::of::<records::subject::RoundTrip>(
-    registry::ROUNDTRIP_LATENCY_AWAKE,
+    registry::Experiment::RoundtripLatencyAwake,
     |r| roundtrip_latency(r, AWAKE_NAME),
     Some(|d, r| latency_figure(d, r, AWAKE_NAME)),
 );
 
 pub const OPEN: Report = Report::of::<records::subject::RoundTrip>(
-    registry::ROUNDTRIP_LATENCY_OPEN,
+    registry::Experiment::RoundtripLatencyOpen,
     |r| roundtrip_latency(r, OPEN_NAME),
     Some(|d, r| latency_figure(d, r, OPEN_NAME)),
 );
@@ -167,7 +167,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
 }
 
 /// The transport that measures the physical floor of a loopback round trip.
-const FLOOR_STACK: &str = probe::registry::Transport::RawTcp.name();
+const FLOOR_STACK: &str = registry::Transport::RawTcp.name();
 
 /// HdrHistogram's percentile spectrum of one stack's latencies: (x, µs)
 /// points where x = 1 / (1 − quantile), the log tail axis on which p50, p90,
@@ -278,7 +278,7 @@ mod tests {
             rows.push((subject("grpc", 0, "jemalloc", rep), trip(ns)));
         }
         rows.push((subject("raw-tcp", 0, "jemalloc", 0), trip(10_000)));
-        let t = roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::ROUNDTRIP_LATENCY.name).unwrap();
+        let t = roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::Experiment::RoundtripLatency.name()).unwrap();
         let key = [display_name("grpc"), fmt::bytes(0.0)];
         let key: Vec<&str> = key.iter().map(String::as_str).collect();
         assert_eq!(cell(&t, &key, "n"), "3");

@@ -10,11 +10,11 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use probe::registry;
+use registry;
 use records::server::server_heap_growth::{Record, Sample};
 use std::path::{Path, PathBuf};
 
-pub const REPORT: Report = Report::of::<Record>(registry::SERVER_HEAP_GROWTH, table, Some(figure));
+pub const REPORT: Report = Report::of::<Record>(registry::Experiment::ServerHeapGrowth, table, Some(figure));
 
 fn workloads(run: &Run) -> Vec<String> {
     let s = run.manifest.spec.scale(run.manifest.scale);

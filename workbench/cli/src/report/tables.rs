@@ -78,7 +78,7 @@ pub const IDIOMS: &str = "Rows marked * are the peer's documented fastest idiom:
      clear + merge); serde_json deserializing into borrowed \
      &str fields and writing hex through collect_str. Unmarked rows are written as the crates' users commonly write them.";
 
-pub use probe::registry::display_name;
+pub use registry::display_name;
 
 fn eq_str(df: &DataFrame, col: &str, v: &str) -> Result<BooleanChunked> {
     Ok(df.column(col).with_context(|| format!("column `{col}`"))?.str()?.equal(v))
@@ -166,7 +166,12 @@ pub(crate) fn source_of(run: &Run) -> String {
     let m = &run.manifest;
     let rev: String = m.git_revision.chars().take(10).collect();
     let state = if m.git_dirty { "dirty tree: see its dirty.diff" } else { "clean tree" };
-    format!("data/{}/{} (revision {rev}, {state})", m.experiment, m.run_id)
+    // The instruction set of every build, and why it is not the reference
+    // build where this machine could not run it.
+    let mut cpus: Vec<&str> = m.spec.variants_at(m.scale).iter().map(|v| m.target_cpu(v)).collect();
+    cpus.dedup();
+    let fallback = m.reference_fallback.as_ref().map_or_else(String::new, |why| format!("; {why}"));
+    format!("data/{}/{} (revision {rev}, {state}; built for {}{fallback})", m.experiment, m.run_id, cpus.join(", "))
 }
 
 /// A caption's message count at a scale: `1,000`, or `1,000 (128 for 64 KiB

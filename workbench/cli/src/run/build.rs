@@ -38,7 +38,7 @@ use std::process::{Command, Stdio};
 
 use crate::run::fingerprint;
 use crate::spec::variants::{get, Build, PROFILE, VARIANTS};
-use probe::registry::Target;
+use registry::Target;
 
 /// The target directory's name for a plain (not profile-guided) variant:
 /// `release` for the plain profile, otherwise the first variant with the
@@ -160,14 +160,6 @@ pub fn copy_binaries(cell_bin: &Path, to: &Path, target: Target) -> Result<PathB
 /// and the tools' output goes to `log`, named in the error if a step fails.
 pub fn build(root: &Path, dir: &Path, target: Target, variant: &str, log: &Path) -> Result<PathBuf> {
     let v = get(variant).with_context(|| format!("unknown variant {variant:?}"))?;
-    let missing = v.missing_cpu_features();
-    if !missing.is_empty() {
-        bail!(
-            "variant {variant} ({}) needs CPU features this machine lacks: {}; leave it out of the spec's variants here",
-            v.codegen.rustflags,
-            missing.join(", ")
-        );
-    }
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
@@ -298,10 +290,11 @@ fn cargo_build(
         }
     }
     cmd.envs(v.profile_env.iter().copied());
-    let rustflags = [v.codegen.rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
-    if !rustflags.is_empty() {
-        cmd.env("RUSTFLAGS", rustflags.join(" "));
-    }
+    // Always the variant's instruction set (the reference build, or the
+    // baseline where this CPU lacks it), whatever the caller's environment:
+    // these flags are what the manifest says the binary was built with.
+    let rustflags = [v.codegen_here().rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
+    cmd.env_remove("CARGO_ENCODED_RUSTFLAGS").env("RUSTFLAGS", rustflags.join(" "));
     if !v.features.is_empty() {
         let features: Vec<String> = v.features.iter().map(|f| format!("{package}/{f}")).collect();
         cmd.arg("--features").arg(features.join(","));
@@ -330,7 +323,7 @@ fn cargo_build(
 fn train(bin: &Path, work: &Path, log_file: &mut std::fs::File, log: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(work);
     let cell = serde_json::json!({
-        "experiment": probe::registry::THROUGHPUT.runs,
+        "experiment": registry::Experiment::Throughput.runs(),
         "params": {"rows": 300_000, "batch": 100_000, "concurrency": [1, 2], "seconds": 0.5},
         "seed": 7,
         "work_dir": work,

@@ -51,7 +51,7 @@ pub struct Options {
 /// count that repeats alone repeating so. Timed builds, and jemalloc's
 /// (its resident-memory figures), run alone.
 pub fn pairs_with_another(variant: &str) -> bool {
-    matches!(variant, "dhat" | "events")
+    variants::counts_exactly(variant)
 }
 
 /// Whether `spec`'s records at `scale` depend on the machine: any build
@@ -64,7 +64,11 @@ pub fn machine_bound(spec: &Spec, scale: Scale) -> bool {
 /// One planned cell (serialised as a Slurm task's work, [`crate::run::slurm`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Planned {
+    /// The cell's name ([`registry::CellId`], as text: file names and maps key by it).
     pub id: String,
+    /// What the target binary runs; every line it prints is decoded into
+    /// this experiment's record type ([`registry::Experiment::check_record`]).
+    pub experiment: registry::Experiment,
     pub target: Target,
     pub variant: String,
     pub rep: u32,
@@ -90,7 +94,7 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
             for variant in variants {
                 // `work_dir` and `trace` are filled in when the cell runs.
                 let cell = serde_json::to_value(Cell {
-                    experiment: spec.experiment.clone(),
+                    experiment: spec.experiment,
                     codec: String::new(),
                     payload: 0,
                     messages: 0,
@@ -101,9 +105,10 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
                     work_dir: None,
                     params: s.params.clone(),
                 })?;
-                let id = format!("{}-{variant}-r{rep}", spec.experiment);
+                let id = registry::CellId::Server { experiment: spec.experiment, variant: variant.clone(), rep };
                 out.push(Planned {
-                    id,
+                    id: id.to_string(),
+                    experiment: spec.experiment,
                     target: spec.target,
                     variant: variant.clone(),
                     rep,
@@ -119,10 +124,16 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
         for &payload in spec.payloads_of(s) {
             for codec in &spec.codecs {
                 for variant in variants {
-                    let id = format!("{codec}-p{payload}-{variant}-r{rep}");
+                    let id = registry::CellId::Subject {
+                        codec: codec.clone(),
+                        payload: payload as u64,
+                        variant: variant.clone(),
+                        rep,
+                    }
+                    .to_string();
                     let messages = s.messages_for(payload);
                     let cell = Cell {
-                        experiment: spec.experiment.clone(),
+                        experiment: spec.experiment,
                         codec: codec.clone(),
                         payload,
                         messages,
@@ -143,6 +154,7 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
                     fields.insert(records::columns::PAYLOAD.into(), Value::from(payload as u64));
                     out.push(Planned {
                         id,
+                        experiment: spec.experiment,
                         target: spec.target,
                         variant: variant.clone(),
                         rep,
@@ -328,6 +340,9 @@ pub struct CellMeta {
     pub seconds: f64,
     #[serde(default)]
     pub node: Option<manifest::Node>,
+    /// Records written: a resumed run checks the file still holds them all.
+    #[serde(default)]
+    pub records: Option<usize>,
 }
 
 fn cell_file(staging: &Path, id: &str, ext: &str) -> PathBuf {
@@ -342,13 +357,43 @@ pub(crate) fn cell_done(staging: &Path, id: &str) -> bool {
 /// Writes a finished cell: its meta first, then its records, whose file
 /// marks the cell done (each written whole, through a rename).
 pub(crate) fn write_cell(staging: &Path, id: &str, records: &[Record], meta: &CellMeta) -> Result<()> {
-    dataset::write_atomic(&cell_file(staging, id, "meta.json"), serde_json::to_string(meta)?.as_bytes())?;
+    let meta = CellMeta { records: Some(records.len()), ..meta.clone() };
+    dataset::write_atomic(&cell_file(staging, id, "meta.json"), serde_json::to_string(&meta)?.as_bytes())?;
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
     dataset::write_atomic(&cell_file(staging, id, "jsonl"), text.as_bytes())
+}
+
+/// Why a finished cell's files cannot be used as they are, if they cannot:
+/// a line that does not decode into the experiment's record type (a file
+/// cut mid-line by a kill, say), or fewer or more records than its meta
+/// says were written.
+pub(crate) fn cell_damage(staging: &Path, p: &Planned) -> Option<String> {
+    let path = cell_file(staging, &p.id, "jsonl");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{}: {e}", path.display())),
+    };
+    let mut n = 0;
+    for (i, line) in text.lines().enumerate() {
+        let failed = line.contains(&format!("\"{}\":\"{}\"", records::columns::KIND, records::runner::BUILD_FAILED));
+        let decoded = if failed { serde_json::from_str::<Record>(line).map(drop) } else { p.experiment.check_record(line) };
+        if let Err(e) = decoded {
+            return Some(format!("{}:{}: {e}", path.display(), i + 1));
+        }
+        n += 1;
+    }
+    let meta = std::fs::read_to_string(cell_file(staging, &p.id, "meta.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<CellMeta>(&t).ok());
+    match meta.and_then(|m| m.records) {
+        Some(want) if want != n => Some(format!("{}: {n} records, its meta says {want}", path.display())),
+        _ if n == 0 => Some(format!("{}: no records", path.display())),
+        _ => None,
+    }
 }
 
 /// The cells of `done` whose meta names a machine other than `here`, or
@@ -413,6 +458,17 @@ fn run_cells(
             }
         }
     }
+    // A finished cell whose records do not decode (cut by a kill) is run
+    // again, never a dead end.
+    for p in cells.iter().filter(|p| cell_done(staging, &p.id)) {
+        if let Some(why) = cell_damage(staging, p) {
+            say(multi, format!("{}: cell {} is damaged ({why}); running it again", spec.dataset(), p.id));
+            for ext in ["jsonl", "meta.json"] {
+                let f = cell_file(staging, &p.id, ext);
+                std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
+            }
+        }
+    }
     // Cells an interrupted run finished are skipped (a resumed run).
     let already: std::collections::BTreeSet<&str> =
         cells.iter().filter(|p| cell_file(staging, &p.id, "jsonl").exists()).map(|p| p.id.as_str()).collect();
@@ -451,7 +507,7 @@ fn run_cells(
             });
             for (p, d) in pair.iter().zip(done) {
                 let (records, seconds) = d?;
-                write_cell(staging, &p.id, &records, &CellMeta { seconds, node: Some(here.clone()) })?;
+                write_cell(staging, &p.id, &records, &CellMeta { seconds, node: Some(here.clone()), records: None })?;
                 overall.inc(1);
                 if multi.is_hidden() {
                     eprintln!(
@@ -495,7 +551,7 @@ fn run_cells(
             staging,
             &p.id,
             &records,
-            &CellMeta { seconds: t.elapsed().as_secs_f64(), node: Some(here.clone()) },
+            &CellMeta { seconds: t.elapsed().as_secs_f64(), node: Some(here.clone()), records: None },
         )?;
         overall.inc(1);
         if multi.is_hidden() {
@@ -608,6 +664,8 @@ pub(crate) fn assemble(
             .map(|v| (v.clone(), variants::allocator(v).to_string()))
             .collect(),
         builds: spec.variants_at(opts.scale).iter().map(|v| (v.clone(), variants::describe(v))).collect(),
+        target_cpus: spec.variants_at(opts.scale).iter().map(|v| (v.clone(), variants::target_cpu(v).into())).collect(),
+        reference_fallback: variants::reference_fallback(),
         cpu_model: manifest::cpu_model(),
         cores: manifest::cores(),
         kernel: manifest::kernel(),
@@ -743,6 +801,9 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
     }
     let mut records = Vec::new();
     for (i, line) in stdout.lines().enumerate() {
+        p.experiment.check_record(line).with_context(|| {
+            format!("cell {}: stdout line {} is not a {} record (log {})", p.id, i + 1, p.experiment, log_path.display())
+        })?;
         let mut r: Record = serde_json::from_str(line)
             .with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
         for (k, v) in &p.fields {
@@ -771,7 +832,7 @@ mod tests {
         std::fs::create_dir_all(staging.join("cells")).unwrap();
         let here = node("a", "AMD EPYC");
         let meta = |id: &str, n: Option<manifest::Node>| {
-            let m = CellMeta { seconds: 1.0, node: n };
+            let m = CellMeta { seconds: 1.0, node: n, records: None };
             write_cell(&staging, id, &[], &m).unwrap();
         };
         // Same host and CPU, other load and kernel: the same machine.

@@ -382,7 +382,7 @@ pub fn task(staging: &Path, index: usize) -> Result<()> {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
     let start = Instant::now();
     let records = runner::run_cell(&t.bin, &t.cell, staging, &multi)?;
-    let meta = CellMeta { seconds: start.elapsed().as_secs_f64(), node: Some(node) };
+    let meta = CellMeta { seconds: start.elapsed().as_secs_f64(), node: Some(node), records: None };
     runner::write_cell(staging, &t.cell.id, &records, &meta)?;
     eprintln!("task {index}: {} records in {:.1} s", records.len(), meta.seconds);
     Ok(())

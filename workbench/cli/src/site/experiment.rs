@@ -147,7 +147,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
                     )
                 })
                 .collect();
-            body += &format!("<h3>{}</h3>\n", esc(&probe::registry::display_name(codec)));
+            body += &format!("<h3>{}</h3>\n", esc(&registry::display_name(codec)));
             if rows.is_empty() {
                 body += "<p>No site allocates once in ten operations.</p>\n";
             } else {

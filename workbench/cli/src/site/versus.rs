@@ -1,6 +1,6 @@
 //! A codec's idiom against its plain use at the same workload (protobuf
 //! against protobuf-reuse, capnp against capnp-scratch, json-rpc against
-//! json-rpc-borrowed, …; pairs from [`probe::registry::Codec::base`]): the
+//! json-rpc-borrowed, …; pairs from [`registry::Codec::base`]): the
 //! differential allocation flame graph of their traces and the sites that
 //! differ, one page per pair and payload.
 
@@ -8,7 +8,7 @@ use super::page::{self, esc};
 use super::Pages;
 use crate::inspect::trace::{self, diff_flame, Trace};
 use anyhow::Result;
-use probe::registry::Codec;
+use registry::Codec;
 use std::path::Path;
 
 /// Sites listed under the graph.

@@ -4,7 +4,7 @@
 //!
 //! # Layout
 //! - [`Spec`], [`Settings`]: a spec file and one scale's settings; validated
-//!   against [`probe::registry`] and [`variants`].
+//!   against [`registry`] and [`variants`].
 //! - [`Scale`]: quick or full.
 //! - [`variants`]: the build variants, defined once.
 
@@ -13,8 +13,8 @@ pub mod variants;
 
 pub use scale::Scale;
 
-pub use probe::registry::Target;
-use probe::registry::{self, Over};
+pub use registry::Target;
+use registry::{Experiment, Over};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
-    /// Experiment name; must be one the target runs for the dataset
-    /// ([`probe::registry::Experiment::runs`]).
-    pub experiment: String,
+    /// What the target binary runs for the dataset
+    /// ([`registry::Experiment::runs`]), by its name.
+    pub experiment: Experiment,
     /// Which binary runs the cells: the codec/transport `subject` (default)
     /// or the `datastore-server`.
     #[serde(default)]
@@ -32,7 +32,7 @@ pub struct Spec {
     /// The dataset's name (`data/<name>/`, its table), when one subject
     /// experiment serves two studies; the experiment's name otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Experiment>,
     #[serde(default)]
     pub description: String,
     /// Codecs to run, by registered name (transport stacks, for transport
@@ -94,7 +94,9 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_budget: Option<u64>,
     /// The experiment's own settings and axes (server experiments: rows,
-    /// concurrency levels, connection steps, depths), passed to the cell as is.
+    /// concurrency levels, connection steps, depths), passed to the cell as
+    /// is; checked when the spec loads by the type the measured binary reads
+    /// them into ([`Experiment::check_params`]), so a misspelt key is refused.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, serde_json::Value>,
 }
@@ -127,8 +129,13 @@ pub enum SpecError {
 
 impl Spec {
     /// The dataset's name: `name`, or the experiment's.
-    pub fn dataset(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.experiment)
+    pub fn dataset(&self) -> &'static str {
+        self.entry().name()
+    }
+
+    /// The dataset's experiment: `name`, or the one run.
+    pub fn entry(&self) -> Experiment {
+        self.name.unwrap_or(self.experiment)
     }
 
     /// Reads and validates a spec file.
@@ -149,23 +156,31 @@ impl Spec {
     fn validate(&self, path: &Path) -> Result<(), SpecError> {
         let bad = |key: &str, message: String| Err(SpecError::Invalid { path: path.into(), key: key.into(), message });
         let known = self.target.experiments();
-        if !known.contains(&self.experiment.as_str()) {
+        if !known.contains(&self.experiment) {
+            let known: Vec<&str> = known.iter().map(|e| e.name()).collect();
             return bad(
                 "experiment",
-                format!("unknown experiment {:?} for target {:?}; known: {known:?}", self.experiment, self.target),
+                format!("experiment {:?} does not run on target {:?}; its experiments: {known:?}", self.experiment.name(), self.target),
             );
         }
-        let Some(entry) = registry::find(self.dataset()) else {
-            let key = if self.name.is_some() { "name" } else { "experiment" };
-            return bad(key, format!("no registered dataset {:?}; known: {:?}", self.dataset(), registry::names()));
-        };
-        if (entry.runs, entry.target) != (self.experiment.as_str(), self.target) {
+        let entry = self.entry();
+        if (entry.runs(), entry.target()) != (self.experiment, self.target) {
             return bad(
                 "experiment",
-                format!("dataset {:?} is registered as {:?} on {:?}", entry.name, entry.runs, entry.target),
+                format!(
+                    "dataset {:?} is registered as {:?} on {:?}",
+                    entry.name(),
+                    entry.runs().name(),
+                    entry.target()
+                ),
             );
         }
-        if entry.over == Over::Params {
+        for (name, s) in self.tables() {
+            if let Err(e) = self.experiment.check_params(&s.params) {
+                return bad(&format!("{name}.params"), e.message);
+            }
+        }
+        if entry.over() == Over::Params {
             if !self.codecs.is_empty() {
                 return bad("codecs", "server experiments take no codecs; their axes are [quick.params]".into());
             }
@@ -175,7 +190,7 @@ impl Spec {
             return bad("codecs", "list at least one codec".into());
         }
         // Transport experiments name transport stacks in `codecs`; the others name codecs.
-        let (kind, known) = if entry.over == Over::Transports {
+        let (kind, known) = if entry.over() == Over::Transports {
             ("transport", registry::Transport::names())
         } else {
             ("codec", registry::Codec::names())
@@ -224,8 +239,7 @@ impl Spec {
                 if !known.contains(&v.as_str()) {
                     return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
                 }
-                if registry::find(self.dataset()).is_some_and(|e| e.timed())
-                    && crate::spec::variants::counts_allocations(v)
+                if self.entry().timed() && crate::spec::variants::counts_allocations(v)
                 {
                     return bad(
                         &key,
@@ -393,6 +407,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("key `experiment`") && e.contains("DatastoreServer"), "{e}");
+    }
+
+    #[test]
+    fn a_misspelt_params_key_is_refused_at_either_scale_naming_it_and_the_known_keys() {
+        let text = r#"
+            experiment = "pipeline-depth"
+            target = "datastore-server"
+            variants = ["system"]
+            [quick.params]
+            rtt_us = [250]
+            [full.params]
+            rtt_us = [250]
+        "#;
+        Spec::parse(text, Path::new("p.toml")).unwrap();
+        for scale in ["quick", "full"] {
+            // The first `rtt_us` is quick's, the last full's.
+            let at = if scale == "quick" { text.find("rtt_us") } else { text.rfind("rtt_us") }.unwrap();
+            let bad = format!("{}rtt_usec{}", &text[..at], &text[at + "rtt_us".len()..]);
+            assert_ne!(bad, text);
+            let e = Spec::parse(&bad, Path::new("p.toml")).unwrap_err().to_string();
+            assert!(
+                e.contains("p.toml") && e.contains(&format!("key `{scale}.params`")) && e.contains("rtt_usec") && e.contains("rtt_us"),
+                "{e}"
+            );
+        }
+        // A value of the wrong type, and a key for a subject experiment that takes none.
+        let e = Spec::parse(&text.replacen("[250]", "\"fast\"", 1), Path::new("p.toml")).unwrap_err().to_string();
+        assert!(e.contains("key `quick.params`") && e.contains("invalid type"), "{e}");
+        let e = Spec::parse(&GOOD.replace("[full]", "[quick.params]\nrows = 3\n[full]"), Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `quick.params`") && e.contains("rows"), "{e}");
     }
 
     #[test]

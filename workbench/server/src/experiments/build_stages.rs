@@ -8,14 +8,13 @@
 //! Records: `kind = "binary"` (binary_bytes, and stripped_bytes without
 //! debug info), then throughput's.
 
-use super::{Cell, Driver, Records};
+use super::{Cell, Records};
 use anyhow::{bail, Context, Result};
-use records::server::build_stages::{Binary, Written};
+use records::server::build_stages::{Binary, Params, Written};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::BUILD_STAGES.runs, run };
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    if cell.params.contains_key("chdb") {
+pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
+    if !p.chdb.is_empty() {
         bail!("{}: params.chdb: the build stages compare our builds only", cell.experiment);
     }
     // The measured server's file, not this driver's.
@@ -31,5 +30,5 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     };
     let _ = std::fs::remove_file(&stripped);
     out.emit(&Written::Binary(Binary { binary_bytes: bytes, stripped_bytes }))?;
-    (super::throughput::DRIVER.run)(cell, out)
+    super::throughput::run(cell, p, out)
 }

@@ -11,16 +11,15 @@
 //! each sample, so the last replies and frees have happened), `clickhouse`
 //! (path of `clickhouse-server`).
 
-use super::{open_files_limit, ping_once, progress, Cell, Driver, Records, ServerChild};
+use super::{open_files_limit, ping_once, progress, Cell, Records, ServerChild};
 use anyhow::{bail, Context, Result};
-use records::server::connection_scaling::{Failed, Ours, Peer, PeerKind, Theirs};
+use records::server::connection_scaling::{Params, Failed, Ours, Peer, PeerKind, Theirs};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::CONNECTION_SCALING.runs, run };
 
 /// The query every connection sends once, on both servers: one row of a
 /// one-row table (our SQL needs a FROM, so `SELECT 1` would not be the same
@@ -37,9 +36,9 @@ fn trivial_once(addr: SocketAddr) -> Result<crate::client::Client> {
     Ok(c)
 }
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let steps: Vec<usize> = cell.param("steps", vec![10, 100, 1000])?;
-    let settle = Duration::from_millis(cell.param("settle_ms", 300)?);
+pub fn run(cell: &Cell, params: &Params, out: &mut Records) -> Result<()> {
+    let steps: Vec<usize> = params.steps.clone();
+    let settle = Duration::from_millis(params.settle_ms);
     if steps.is_empty() || steps.windows(2).any(|w| w[0] >= w[1]) {
         bail!("{}: params.steps must be ascending and non-empty, got {steps:?}", cell.experiment);
     }
@@ -94,7 +93,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     drop(ctl);
     server.stop()?;
     // One build measures the peer (its figures do not depend on ours).
-    let peer: Option<PathBuf> = cell.param("clickhouse", None)?;
+    let peer: Option<PathBuf> = params.clickhouse.clone();
     match peer {
         Some(bin) if probe::VARIANT == probe::Variant::System => {
             clickhouse(cell, &bin, &steps, settle, fds, Protocol::Http, out)?;

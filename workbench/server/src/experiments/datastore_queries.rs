@@ -12,22 +12,19 @@
 //! Params: `rows`, `batch` (rows per insert when loading), `runs`, `threads`.
 //! Records: [`records::server::datastore_queries`].
 
-use super::{progress, Cell, Driver, Records};
+use super::{progress, Cell, Records};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::datastore_queries::{Floor, Memory, Query, Record, Table};
+use records::server::datastore_queries::{Params, Floor, Memory, Query, Record, Table};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub const DRIVER: Driver = Driver { name: probe::registry::DATASTORE_QUERIES.runs, run };
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let rows: u64 = cell.param("rows", 1_000_000)?;
-    let batch: u64 = cell.param("batch", 1_000_000)?;
-    let runs: usize = cell.param("runs", 10)?;
-    let threads: Vec<usize> = cell.param("threads", vec![0])?;
+pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
+    let (rows, batch, runs) = (p.rows, p.batch, p.runs);
+    let threads: Vec<usize> = p.threads.clone();
     if runs == 0 || threads.is_empty() {
         bail!("{}: params.runs must be ≥ 1 and params.threads name one setting at least", cell.experiment);
     }

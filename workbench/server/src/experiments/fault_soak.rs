@@ -44,7 +44,7 @@
 //! workload (the greedy ones one per budget and concurrency) and one of
 //! the kills.
 
-use super::{progress, Cell, Driver, Records, ServerChild};
+use super::{progress, Cell, Records, ServerChild};
 use crate::fuzzing::{self, frame, Rng};
 use crate::protocol;
 use crate::workload;
@@ -57,29 +57,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::FAULT_SOAK.runs, run };
 
 const BIG: &[u8] = b"SELECT * FROM t";
 
 /// Statuses seen, by act.
 type Seen = Arc<Mutex<BTreeMap<String, BTreeMap<u32, u64>>>>;
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let rows: u64 = cell.param("rows", 200_000)?;
-    let connections: usize = cell.param("connections", 10)?;
-    let flight: u32 = cell.param("flight", 100)?;
-    let clients: usize = cell.param("clients", 8)?;
-    let seconds: f64 = cell.param("seconds", 60.0)?;
-    let sample_ms: u64 = cell.param("sample_ms", 10)?;
-    let budget: usize = cell.param::<usize>("answer_budget_mib", 256)? << 20;
-    let conn_budget: usize = cell.param::<usize>("conn_answer_budget_mib", 64)? << 20;
+pub fn run(cell: &Cell, p: &records::server::fault_soak::Params, out: &mut Records) -> Result<()> {
+    let (rows, connections, flight, clients, seconds, sample_ms) =
+        (p.rows, p.connections, p.flight, p.clients, p.seconds, p.sample_ms);
+    let budget: usize = p.answer_budget_mib << 20;
+    let conn_budget: usize = p.conn_answer_budget_mib << 20;
     if connections == 0 || flight == 0 || clients == 0 || sample_ms == 0 {
         bail!("{}: params.connections, flight, clients and sample_ms must be at least 1", cell.experiment);
     }
-    let kills: usize = cell.param("kills", 0)?;
-    let kill_writers: usize = cell.param("kill_writers", 2)?;
-    let greedy_rows: u64 = cell.param("greedy_rows", 0)?;
-    let greedy_budgets: Vec<[usize; 2]> = cell.param("greedy_budgets_mib", Vec::new())?;
+    let (kills, kill_writers, greedy_rows) = (p.kills, p.kill_writers, p.greedy_rows);
+    let greedy_budgets: Vec<[usize; 2]> = p.greedy_budgets_mib.clone();
     let data = super::work_dir(cell)?.join("db");
     let db = datastore::Db::open(&data)?;
     workload::load(&db, rows, cell.seed, 50_000.min(rows.max(1)), true, |_, _| {})?;

@@ -14,20 +14,18 @@
 //! build takes ≈ 35 ms each), `samples` per workload, `rows` (the table).
 //! Records: [`records::server::server_heap_growth`].
 
-use super::{progress, Cell, Driver, Records, ServerChild};
+use super::{progress, Cell, Records, ServerChild};
 use crate::client::Client;
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::server_heap_growth::{Record, Sample};
+use records::server::server_heap_growth::{Params, Record, Sample};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::SERVER_HEAP_GROWTH.runs, run };
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let workloads: Vec<String> = cell.param("workloads", vec!["ping".to_string(), "mix".to_string()])?;
-    let ping_queries: u64 = cell.param("queries", 100_000)?;
-    let mix_queries: u64 = cell.param("mix_queries", ping_queries)?;
-    let samples: u64 = cell.param("samples", 100)?;
-    let rows: u64 = cell.param("rows", 10_000)?;
+pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
+    let workloads: Vec<String> = p.workloads.clone();
+    let ping_queries: u64 = p.queries;
+    let mix_queries: u64 = p.mix_queries.unwrap_or(ping_queries);
+    let (samples, rows) = (p.samples, p.rows);
     if samples == 0 || ping_queries == 0 || mix_queries == 0 {
         bail!("{}: params.queries, mix_queries and samples must be at least 1", cell.experiment);
     }

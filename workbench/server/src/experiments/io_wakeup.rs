@@ -18,7 +18,7 @@
 //! Records: [`records::server::io_wakeup`]. Every chain ends at its depth
 //! and every query's answer equals the first, or the cell fails.
 
-use super::{percentile, progress, Cell, Driver, Records, ServerChild};
+use super::{percentile, progress, Cell, Records, ServerChild};
 use crate::chain;
 use crate::client::Client;
 use crate::workload;
@@ -28,7 +28,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::IO_WAKEUP.runs, run };
 
 struct Params {
     background: usize,
@@ -39,17 +38,17 @@ struct Params {
     cpu_seconds: f64,
 }
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let spins: Vec<u64> = cell.param("spins_us", vec![crate::limits::IDLE_SPIN.as_micros() as u64, 0])?;
-    let rounds: usize = cell.param("rounds", 5)?;
-    let rows: u64 = cell.param("rows", 100_000)?;
+pub fn run(cell: &Cell, params: &records::server::io_wakeup::Params, out: &mut Records) -> Result<()> {
+    let spins: Vec<u64> =
+        params.spins_us.clone().unwrap_or_else(|| vec![crate::limits::IDLE_SPIN.as_micros() as u64, 0]);
+    let (rounds, rows) = (params.rounds, params.rows);
     let p = Params {
-        background: cell.param("background", 100)?,
-        ping_every: Duration::from_millis(cell.param("ping_every_ms", 50)?),
-        depth: cell.param("depth", 64)?,
-        seconds: cell.param("seconds", 2.0)?,
-        clients: cell.param("clients", 1000)?,
-        cpu_seconds: cell.param("cpu_seconds", 5.0)?,
+        background: params.background,
+        ping_every: Duration::from_millis(params.ping_every_ms),
+        depth: params.depth,
+        seconds: params.seconds,
+        clients: params.clients,
+        cpu_seconds: params.cpu_seconds,
     };
     if spins.is_empty() || rounds == 0 || p.depth == 0 || !(p.seconds > 0.0 && p.cpu_seconds > 0.0) {
         bail!(

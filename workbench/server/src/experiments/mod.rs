@@ -8,17 +8,17 @@
 //! and each side has its own open-files limit (10,000 connections need
 //! 10,000 descriptors on each side of the loopback).
 //!
-//! Adding an experiment: its entry in [`probe::registry`], then copy one
-//! file here (a `pub const DRIVER` naming that entry, and its `run`) and
-//! list it in [`DRIVERS`].
+//! Adding an experiment: its variant in `registry::Experiment`, its
+//! `Params` and records in `records::server`, then copy one file here (its
+//! `pub fn run(cell, params, out)`); the compiler asks for its arm in [`run`].
 //!
 //! # Layout
 //! - [`Cell`] (probe's, shared with every target): what the workbench asks
-//!   for; [`Cell::param`] reads the spec's per-scale settings, naming the
-//!   key at fault; [`work_dir`] its scratch directory.
-//! - [`DRIVERS`], [`run`]: the run functions of the registry's server entries (build-stages,
-//!   connection-scaling, datastore-queries, fault-soak, server-heap-growth,
-//!   io-wakeup, pipeline-depth, throughput).
+//!   for; [`Cell::params`] reads the spec's per-scale settings into the
+//!   experiment's type; [`work_dir`] its scratch directory.
+//! - [`run`]: one exhaustive match over the experiments, to each one's
+//!   module (build-stages, connection-scaling, datastore-queries,
+//!   fault-soak, server-heap-growth, io-wakeup, pipeline-depth, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink of the `records` crate's types.
 
@@ -39,35 +39,34 @@ pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod throughput;
 
-/// The driver of a registered experiment ([`probe::registry`]): the function that
-/// runs one cell of it.
-pub struct Driver {
-    /// The entry's [`probe::registry::Experiment::runs`].
-    pub name: &'static str,
-    pub run: fn(&Cell, &mut Records) -> Result<()>,
-}
-
-/// Every experiment the server runs (the workbench checks spec names against these).
-pub const DRIVERS: &[Driver] = &[
-    build_stages::DRIVER,
-    connection_scaling::DRIVER,
-    datastore_queries::DRIVER,
-    fault_soak::DRIVER,
-    heap_growth::DRIVER,
-    io_wakeup::DRIVER,
-    pipeline_depth::DRIVER,
-    throughput::DRIVER,
-];
-
-/// Runs `cell`, writing its records to `out`.
+/// Runs `cell`, writing its records to `out`: one arm per experiment the
+/// server runs, each reading the spec's params into its own type (the type
+/// the spec loader checked them with). A subject experiment is refused.
 pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let Some(e) = DRIVERS.iter().find(|e| e.name == cell.experiment) else {
-        let known: Vec<&str> = DRIVERS.iter().map(|e| e.name).collect();
-        bail!("unknown server experiment {:?}; known: {known:?}", cell.experiment);
-    };
+    use registry::Experiment as E;
     let dir = work_dir(cell)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    (e.run)(cell, out)
+    match cell.experiment.runs() {
+        E::BuildStages => build_stages::run(cell, &cell.params()?, out),
+        E::ConnectionScaling => connection_scaling::run(cell, &cell.params()?, out),
+        E::DatastoreQueries => datastore_queries::run(cell, &cell.params()?, out),
+        E::FaultSoak => fault_soak::run(cell, &cell.params()?, out),
+        E::ServerHeapGrowth => heap_growth::run(cell, &cell.params()?, out),
+        E::IoWakeup => io_wakeup::run(cell, &cell.params()?, out),
+        E::PipelineDepth => pipeline_depth::run(cell, &cell.params()?, out),
+        E::Throughput => throughput::run(cell, &cell.params()?, out),
+        E::AllocProfile
+        | E::HeapGrowth
+        | E::CodecSpeed
+        | E::TransportAlloc
+        | E::TransportHeapGrowth
+        | E::RoundtripLatency
+        | E::RoundtripLatencyAwake
+        | E::RoundtripLatencyOpen
+        | E::InstrumentationCost => {
+            bail!("{}: runs in the subject binary, not the server's driver", cell.experiment)
+        }
+    }
 }
 
 /// The cell's scratch directory (a server cell must have one).
@@ -243,15 +242,6 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_server_entry_of_the_registry_runs_here() {
-        let mut names: Vec<&str> = DRIVERS.iter().map(|e| e.name).collect();
-        let mut registered = probe::registry::Target::DatastoreServer.experiments();
-        names.sort_unstable();
-        registered.sort_unstable();
-        assert_eq!(names, registered);
-    }
 
     #[test]
     fn nearest_rank_percentiles() {

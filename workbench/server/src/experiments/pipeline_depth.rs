@@ -11,21 +11,18 @@
 //! depth) one ratio record with `speedup` = median request-response ÷
 //! median pipelined of this run.
 
-use super::{median, progress, Cell, Driver, Records, ServerChild};
+use super::{median, progress, Cell, Records, ServerChild};
 use crate::chain;
 use crate::client::{Client, ClientError};
 use anyhow::{bail, Result};
-use records::server::pipeline_depth::{Chain as Timed, Ratio, Record};
+use records::server::pipeline_depth::{Chain as Timed, Params, Ratio, Record};
 use std::time::{Duration, Instant};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::PIPELINE_DEPTH.runs, run };
 
 type Chain = fn(&mut Client, usize) -> Result<u64, ClientError>;
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let depths: Vec<usize> = cell.param("depths", vec![1, 2, 4, 8, 16, 32, 64])?;
-    let rtts: Vec<u64> = cell.param("rtt_us", vec![0, 500])?;
-    let runs: usize = cell.param("runs", 20)?;
+pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
+    let (depths, rtts, runs) = (p.depths.clone(), p.rtt_us.clone(), p.runs);
     if runs == 0 || depths.contains(&0) {
         bail!("{}: params.runs and every params.depths entry must be at least 1", cell.experiment);
     }

@@ -38,25 +38,21 @@
 //! exact, floats to 1e-9 relative, rows in order where the query orders
 //! them): an engine that answers differently fails the cell.
 
-use super::{percentile, progress, Cell, Driver, Records, ServerChild};
+use super::{percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::throughput::{Peer as PeerRecord, Query, Record, Rss};
+use records::server::throughput::{Params, Peer as PeerRecord, Query, Record, Rss};
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const DRIVER: Driver = Driver { name: probe::registry::THROUGHPUT.runs, run };
 
-fn run(cell: &Cell, out: &mut Records) -> Result<()> {
-    let rows: u64 = cell.param("rows", 1_000_000)?;
-    let levels: Vec<usize> = cell.param("concurrency", vec![1, 2, 4, 8])?;
-    let seconds: f64 = cell.param("seconds", 1.0)?;
-    let rounds: usize = cell.param("rounds", 5)?;
-    let batch: u64 = cell.param("batch", 1_000_000)?;
+pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
+    let (rows, seconds, rounds, batch) = (p.rows, p.seconds, p.rounds, p.batch);
+    let levels: Vec<usize> = p.concurrency.clone();
     if levels.is_empty() || levels.contains(&0) || !seconds.is_finite() || seconds <= 0.0 || rounds == 0 {
         bail!("{}: params.concurrency needs counts ≥ 1, params.seconds > 0 and params.rounds ≥ 1", cell.experiment);
     }
@@ -73,7 +69,7 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
     if (fds as usize) < 3 * max + 64 {
         bail!("the load driver may open {fds} files; {max} clients need more (params.concurrency)");
     }
-    let our_threads: Vec<u64> = cell.param("threads", vec![0])?;
+    let our_threads: Vec<u64> = p.threads.clone();
     if our_threads.is_empty() {
         bail!("{}: params.threads needs one setting at least", cell.experiment);
     }
@@ -86,8 +82,8 @@ fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         servers.push((engine_label("ours", t), server));
     }
     let server = &servers[0].1;
-    let chdb_cmd: Vec<String> = cell.param("chdb", Vec::new())?;
-    let chdb_threads: Vec<u64> = cell.param("chdb_threads", vec![0])?;
+    let chdb_cmd: Vec<String> = p.chdb.clone();
+    let chdb_threads: Vec<u64> = p.chdb_threads.clone();
     let mut peer = match chdb_cmd.is_empty() {
         true => None,
         false => match Peer::start(&chdb_cmd, cell, rows, batch, max) {

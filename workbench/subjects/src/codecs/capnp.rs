@@ -61,7 +61,7 @@ pub struct Capnp {
 }
 
 impl Codec for Capnp {
-    const ID: probe::registry::Codec = probe::registry::Codec::Capnp;
+    const ID: registry::Codec = registry::Codec::Capnp;
 
     fn new() -> Self {
         Capnp { buf: Vec::new() }
@@ -92,7 +92,7 @@ pub struct CapnpScratch {
 }
 
 impl Codec for CapnpScratch {
-    const ID: probe::registry::Codec = probe::registry::Codec::CapnpScratch;
+    const ID: registry::Codec = registry::Codec::CapnpScratch;
 
     fn new() -> Self {
         CapnpScratch { buf: Vec::new(), scratch: Vec::new() }

@@ -22,7 +22,7 @@ pub struct FlatBuffers {
 }
 
 impl Codec for FlatBuffers {
-    const ID: probe::registry::Codec = probe::registry::Codec::FlatBuffers;
+    const ID: registry::Codec = registry::Codec::FlatBuffers;
 
     fn new() -> Self {
         FlatBuffers { b: FlatBufferBuilder::new() }
@@ -69,7 +69,7 @@ pub struct FlatBuffersStruct {
 }
 
 impl Codec for FlatBuffersStruct {
-    const ID: probe::registry::Codec = probe::registry::Codec::FlatBuffersStruct;
+    const ID: registry::Codec = registry::Codec::FlatBuffersStruct;
 
     fn new() -> Self {
         FlatBuffersStruct { b: FlatBufferBuilder::new() }

@@ -109,7 +109,7 @@ impl VoteJson {
 }
 
 impl Codec for JsonRpc {
-    const ID: probe::registry::Codec = probe::registry::Codec::JsonRpc;
+    const ID: registry::Codec = registry::Codec::JsonRpc;
 
     fn new() -> Self {
         JsonRpc { buf: Vec::new() }
@@ -260,7 +260,7 @@ pub struct JsonRpcBorrowed {
 }
 
 impl Codec for JsonRpcBorrowed {
-    const ID: probe::registry::Codec = probe::registry::Codec::JsonRpcBorrowed;
+    const ID: registry::Codec = registry::Codec::JsonRpcBorrowed;
 
     fn new() -> Self {
         JsonRpcBorrowed { buf: Vec::new() }

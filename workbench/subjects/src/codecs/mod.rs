@@ -1,5 +1,5 @@
 //! One module per codec, each with the same shape: a type implementing
-//! [`Codec`]. Adding a codec is its line in [`probe::registry::Codec`] (name,
+//! [`Codec`]. Adding a codec is its line in [`registry::Codec`] (name,
 //! label, idiom mark), a copy of a module here, and the arm of [`run_with`]
 //! the compiler then asks for.
 //!
@@ -16,7 +16,7 @@
 
 use crate::vote::VoteData;
 use anyhow::Result;
-use probe::registry;
+use registry;
 
 pub mod capnp;
 pub mod flatbuffers;

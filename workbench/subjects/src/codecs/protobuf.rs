@@ -47,7 +47,7 @@ pub struct Protobuf {
 }
 
 impl Codec for Protobuf {
-    const ID: probe::registry::Codec = probe::registry::Codec::Protobuf;
+    const ID: registry::Codec = registry::Codec::Protobuf;
 
     fn new() -> Self {
         Protobuf { buf: Vec::new() }
@@ -91,7 +91,7 @@ fn fill(m: &mut pb::Vote, v: &VoteData) {
 }
 
 impl Codec for ProtobufReuse {
-    const ID: probe::registry::Codec = probe::registry::Codec::ProtobufReuse;
+    const ID: registry::Codec = registry::Codec::ProtobufReuse;
 
     fn new() -> Self {
         ProtobufReuse { buf: Vec::new(), out: pb::Vote::default(), inbox: pb::Vote::default() }
@@ -125,7 +125,7 @@ pub struct ProtobufBytes {
 }
 
 impl Codec for ProtobufBytes {
-    const ID: probe::registry::Codec = probe::registry::Codec::ProtobufBytes;
+    const ID: registry::Codec = registry::Codec::ProtobufBytes;
 
     fn new() -> Self {
         ProtobufBytes { buf: Vec::new(), staging: bytes::BytesMut::new(), rx: bytes::BytesMut::new() }

@@ -10,7 +10,7 @@ pub struct ZapCodec {
 }
 
 impl Codec for ZapCodec {
-    const ID: probe::registry::Codec = probe::registry::Codec::Zap;
+    const ID: registry::Codec = registry::Codec::Zap;
 
     fn new() -> Self {
         ZapCodec { builder: Builder::new() }

@@ -1,8 +1,7 @@
-//! One module per experiment; [`EXPERIMENTS`] pairs each registry entry
-//! ([`probe::registry`]) the subject runs with what runs it, and [`run`]
+//! One module per experiment; [`runs`] maps each `registry::Experiment`
+//! the subject runs to what runs it (one exhaustive match), and [`run`]
 //! dispatches on it: a [`OverCodecs`] or [`OverTransports`] arm for each,
-//! matched exhaustively, so an entry without a run function is a compile
-//! error and an unknown name an error naming the known ones. Each experiment
+//! so an experiment without a run function is a compile error. Each experiment
 //! is generic over the codec (or transport) and writes JSON-lines records
 //! (types of the `records` crate) to `out`. Cell metadata (codec, payload,
 //! variant, repetition) is added by the CLI, so records carry only what was
@@ -11,7 +10,7 @@
 use crate::codecs::{self, Codec, WithCodec};
 use crate::transports::{self, Transport, WithTransport};
 use anyhow::{anyhow, Result};
-use probe::registry;
+use registry;
 use probe::Cell;
 use std::io::Write;
 
@@ -42,30 +41,41 @@ pub enum OverTransports {
     RoundTrip(roundtrip::Loop),
 }
 
-/// What one registry entry runs.
+/// What one experiment runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runs {
     Codecs(OverCodecs),
     Transports(OverTransports),
 }
 
-/// Every experiment the subject runs, by the registry's name ([`registry::Experiment::runs`]).
-pub const EXPERIMENTS: &[(registry::Experiment, Runs)] = {
+/// What the subject runs for `experiment` (its [`registry::Experiment::runs`]),
+/// `None` for the server's: one exhaustive match, so an experiment without
+/// a run function does not compile.
+pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
+    use registry::Experiment as E;
     use roundtrip::Loop;
     use OverCodecs as C;
     use OverTransports as T;
     use Runs::{Codecs, Transports};
-    &[
-        (registry::ALLOC_PROFILE, Codecs(C::AllocProfile)),
-        (registry::HEAP_GROWTH, Codecs(C::HeapGrowth)),
-        (registry::CODEC_SPEED, Codecs(C::CodecSpeed)),
-        (registry::TRANSPORT_ALLOC, Transports(T::RoundTrip(Loop::Closed))),
-        (registry::TRANSPORT_HEAP_GROWTH, Transports(T::HeapGrowth)),
-        (registry::ROUNDTRIP_LATENCY, Transports(T::RoundTrip(Loop::Closed))),
-        (registry::ROUNDTRIP_LATENCY_AWAKE, Transports(T::RoundTrip(Loop::Awake))),
-        (registry::ROUNDTRIP_LATENCY_OPEN, Transports(T::RoundTrip(Loop::Open))),
-    ]
-};
+    Some(match experiment.runs() {
+        E::AllocProfile => Codecs(C::AllocProfile),
+        E::HeapGrowth => Codecs(C::HeapGrowth),
+        E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
+        E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed)),
+        E::TransportHeapGrowth => Transports(T::HeapGrowth),
+        E::RoundtripLatency => Transports(T::RoundTrip(Loop::Closed)),
+        E::RoundtripLatencyAwake => Transports(T::RoundTrip(Loop::Awake)),
+        E::RoundtripLatencyOpen => Transports(T::RoundTrip(Loop::Open)),
+        E::DatastoreQueries
+        | E::BuildStages
+        | E::ConnectionScaling
+        | E::PipelineDepth
+        | E::IoWakeup
+        | E::ServerHeapGrowth
+        | E::FaultSoak
+        | E::Throughput => return None,
+    })
+}
 
 struct Dispatch<'a>(Ctx<'a>, OverCodecs);
 
@@ -94,9 +104,8 @@ impl WithTransport for DispatchTransport<'_> {
 
 /// Runs the cell's experiment against the cell's codec or transport.
 pub fn run(ctx: Ctx<'_>) -> Result<()> {
-    let Some(&(_, runs)) = EXPERIMENTS.iter().find(|(e, _)| e.runs == ctx.cell.experiment) else {
-        let known: Vec<&str> = EXPERIMENTS.iter().map(|(e, _)| e.runs).collect();
-        return Err(anyhow!("unknown experiment {:?}; known: {known:?}", ctx.cell.experiment));
+    let Some(runs) = runs(ctx.cell.experiment) else {
+        return Err(anyhow!("{}: runs in the server's driver (datastore-load), not the subject", ctx.cell.experiment));
     };
     let name = ctx.cell.codec.as_str();
     match runs {

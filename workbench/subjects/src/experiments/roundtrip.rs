@@ -17,6 +17,7 @@ use crate::vote::VoteData;
 use anyhow::Result;
 use probe::{Side, SideCounts};
 use records::subject::RoundTrip;
+use records::subject::RoundtripParams;
 use std::time::Instant;
 
 /// How requests are sent.
@@ -42,13 +43,13 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn from_params(cell: &crate::Cell) -> Result<Schedule> {
-        let rate = cell.params.get("rate").and_then(|v| v.as_f64()).unwrap_or(0.0);
+    fn from_params(cell: &crate::Cell, p: &RoundtripParams) -> Result<Schedule> {
+        let rate = p.rate.unwrap_or(0.0);
         anyhow::ensure!(
             rate.is_finite() && rate > 0.0,
             "{}: params.rate (requests per second) must be a positive number, got {:?}",
             cell.experiment,
-            cell.params.get("rate")
+            p.rate
         );
         Ok(Schedule { start: Instant::now(), interval_ns: 1e9 / rate })
     }
@@ -64,18 +65,6 @@ impl Schedule {
             std::hint::spin_loop();
         }
         due
-    }
-}
-
-/// `params.pin_core`: the core the client and server threads run on (threads
-/// a library starts on its own are not pinned); absent, they float.
-fn pin_core(cell: &crate::Cell) -> Result<Option<usize>> {
-    match cell.params.get("pin_core") {
-        None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(|c| Some(c as usize))
-            .ok_or_else(|| anyhow::anyhow!("{}: params.pin_core must be a core number, got {v}", cell.experiment)),
     }
 }
 
@@ -125,9 +114,11 @@ impl Drop for Awake {
 pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;
+    // Before the loop and the side tags: read once, never per round trip.
+    let params: RoundtripParams = cell.params()?;
     probe::set_side(Side::Client);
     let _awake = (mode == Loop::Awake).then(Awake::start);
-    if let Some(core) = pin_core(cell)? {
+    if let Some(core) = params.pin_core {
         // One core for client and server: each hands the core straight to the
         // other, so no wake-up crosses cores (a cross-core wake-up past a
         // nice-19 spinner took ~38 µs instead of ~4, at random per process).
@@ -140,7 +131,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
     let mut rows: Vec<RoundTrip> = Vec::with_capacity(cell.messages as usize);
     let total = cell.warmup + cell.messages;
     let step = (total / 20).max(1);
-    let schedule = (mode == Loop::Open).then(|| Schedule::from_params(cell)).transpose()?;
+    let schedule = (mode == Loop::Open).then(|| Schedule::from_params(cell, &params)).transpose()?;
     for i in 0..total {
         v.set(cell.seed, i);
         let due = schedule.as_ref().map(|s| s.wait(i));

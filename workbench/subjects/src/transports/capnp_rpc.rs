@@ -55,7 +55,7 @@ pub struct CapnpRpc {
 }
 
 impl Transport for CapnpRpc {
-    const ID: probe::registry::Transport = probe::registry::Transport::CapnpRpc;
+    const ID: registry::Transport = registry::Transport::CapnpRpc;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

@@ -21,7 +21,7 @@ use zap::frame::{FrameReader, FrameWriter};
 
 /// Names the transport of each codec.
 pub trait Named {
-    const ID: probe::registry::Transport;
+    const ID: registry::Transport;
 }
 
 pub struct Framed<C: Codec, N> {
@@ -49,7 +49,7 @@ fn serve<C: Codec>(sock: TcpStream, seed: u64, payload: usize) -> Result<u64> {
 }
 
 impl<C: Codec, N: Named> Transport for Framed<C, N> {
-    const ID: probe::registry::Transport = N::ID;
+    const ID: registry::Transport = N::ID;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -89,19 +89,19 @@ impl<C: Codec, N> Drop for Framed<C, N> {
 
 pub struct ZapName;
 impl Named for ZapName {
-    const ID: probe::registry::Transport = probe::registry::Transport::ZapFramed;
+    const ID: registry::Transport = registry::Transport::ZapFramed;
 }
 pub struct FlatBuffersName;
 impl Named for FlatBuffersName {
-    const ID: probe::registry::Transport = probe::registry::Transport::FlatBuffersTcp;
+    const ID: registry::Transport = registry::Transport::FlatBuffersTcp;
 }
 pub struct CapnpName;
 impl Named for CapnpName {
-    const ID: probe::registry::Transport = probe::registry::Transport::CapnpTcp;
+    const ID: registry::Transport = registry::Transport::CapnpTcp;
 }
 pub struct ProtobufName;
 impl Named for ProtobufName {
-    const ID: probe::registry::Transport = probe::registry::Transport::ProtobufTcp;
+    const ID: registry::Transport = registry::Transport::ProtobufTcp;
 }
 
 pub type ZapFramed = Framed<ZapCodec, ZapName>;

@@ -49,7 +49,7 @@ pub struct Grpc {
 }
 
 impl Transport for Grpc {
-    const ID: probe::registry::Transport = probe::registry::Transport::Grpc;
+    const ID: registry::Transport = registry::Transport::Grpc;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

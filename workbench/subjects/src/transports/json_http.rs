@@ -49,7 +49,7 @@ pub struct JsonHttp {
 }
 
 impl Transport for JsonHttp {
-    const ID: probe::registry::Transport = probe::registry::Transport::JsonHttp;
+    const ID: registry::Transport = registry::Transport::JsonHttp;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

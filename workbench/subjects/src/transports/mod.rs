@@ -1,7 +1,7 @@
 //! One module per transport stack, each with the same shape: a type
 //! implementing [`Transport`] that starts a server on `127.0.0.1:0`, connects
 //! one client, and does one round trip per call. Adding a transport is
-//! its line in [`probe::registry::Transport`], a copy of a module here, and
+//! its line in [`registry::Transport`], a copy of a module here, and
 //! the arm of [`run_with`] the compiler then asks for.
 //!
 //! A round trip: the client encodes the vote and sends it; the server
@@ -32,7 +32,7 @@ pub mod zap_rpc;
 /// The same few operations for every transport.
 pub trait Transport: Sized {
     /// Its entry in the registry.
-    const ID: probe::registry::Transport;
+    const ID: registry::Transport;
     /// Name used in specs, records and tables.
     const NAME: &'static str = Self::ID.name();
     /// Whether the server validates what it receives (every stack but the
@@ -115,8 +115,8 @@ pub trait WithTransport {
 }
 
 /// Runs `f` with the transport `id`.
-pub fn run_with<F: WithTransport>(id: probe::registry::Transport, f: F) -> F::Out {
-    use probe::registry::Transport as T;
+pub fn run_with<F: WithTransport>(id: registry::Transport, f: F) -> F::Out {
+    use registry::Transport as T;
     match id {
         T::RawTcp => f.run::<raw_tcp::RawTcp>(),
         T::ZapRpc => f.run::<zap_rpc::ZapRpc>(),

@@ -70,7 +70,7 @@ pub struct Mux {
 }
 
 impl Transport for Mux {
-    const ID: probe::registry::Transport = probe::registry::Transport::Mux;
+    const ID: registry::Transport = registry::Transport::Mux;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

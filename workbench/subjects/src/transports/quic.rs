@@ -93,7 +93,7 @@ pub struct Quic {
 }
 
 impl Transport for Quic {
-    const ID: probe::registry::Transport = probe::registry::Transport::Quic;
+    const ID: registry::Transport = registry::Transport::Quic;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let (server_cfg, client_cfg) = configs()?;

@@ -49,7 +49,7 @@ fn echo(mut sock: TcpStream) -> std::io::Result<()> {
 }
 
 impl Transport for RawTcp {
-    const ID: probe::registry::Transport = probe::registry::Transport::RawTcp;
+    const ID: registry::Transport = registry::Transport::RawTcp;
     // NOTE: the floor checks nothing by design; it is not a server to trust.
     const CHECKS: bool = false;
 

@@ -54,7 +54,7 @@ fn dispatcher(seed: u64, payload: usize) -> Dispatcher {
 }
 
 impl Transport for ZapRpc {
-    const ID: probe::registry::Transport = probe::registry::Transport::ZapRpc;
+    const ID: registry::Transport = registry::Transport::ZapRpc;
 
     fn start(seed: u64, payload: usize) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;

@@ -1,0 +1,605 @@
+//! Every experiment the workbench runs, every codec and transport stack it
+//! runs them over, named once; and each experiment's params, checked by the
+//! type its measured binary reads.
+//!
+//! An [`Experiment`] is one dataset (`data/<name>/`), one spec file
+//! (`experiments/<name>.toml`) and its reports: the binary that runs its
+//! cells ([`Target`]), the experiment that binary runs ([`Experiment::runs`],
+//! usually itself; `instrumentation-cost` runs `codec-speed` across builds),
+//! what a cell is run against ([`Over`]), and which builds its figures may
+//! come from ([`Builds`]). Every property is one `match` on the enum, so a
+//! new experiment without one of them does not compile; the subjects and the
+//! server dispatch on it with exhaustive matches too, the CLI validates
+//! specs and walks its reports by it.
+//!
+//! This crate is plain data and serde: the measured binaries and the CLI
+//! both link it, and it must pull neither an allocator nor the analysis
+//! stack into either.
+//!
+//! # Layout
+//! - [`Experiment`], [`Target`], [`Over`], [`Builds`]: the experiments and
+//!   their properties; [`Experiment::check_params`]: a spec's `[params]`
+//!   read by the experiment's own `Params` type (`records::…::Params`).
+//! - [`Codec`], [`Transport`], [`display_name`]: what a subject experiment
+//!   runs over (name, label, idiom mark), so that the CLI can validate a
+//!   spec and label a table without linking the subjects.
+//! - [`CellId`]: the one spelling of a cell's name.
+//!
+//! Adding an experiment: its variant in [`Experiment`] (the compiler then
+//! asks for each property, the binary's dispatch arm and the CLI's report),
+//! its records and `Params` in the `records` crate, its spec file.
+//! Adding a codec: its line in [`Codec`] and its file in `subjects::codecs`;
+//! the compiler then asks for its arm in `subjects::codecs::run_with`.
+
+use serde::{Deserialize, Serialize};
+
+/// The binary a dataset's cells run in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// `subject` (crate `subjects`): codecs and transport stacks.
+    #[default]
+    Subject,
+    /// `datastore-server` (crate `server`): a cell runs in `datastore-load`,
+    /// the driver, which spawns the measured `datastore-server` beside it as
+    /// its child.
+    DatastoreServer,
+}
+
+impl Target {
+    /// The cargo package and the binary that runs a cell (`--cell`).
+    pub fn package_and_bin(self) -> (&'static str, &'static str) {
+        (self.package(), self.binaries()[0])
+    }
+
+    /// The cargo package.
+    pub fn package(self) -> &'static str {
+        match self {
+            Target::Subject => "subjects",
+            Target::DatastoreServer => "server",
+        }
+    }
+
+    /// The binary a build variant is about: the one whose profile a cell
+    /// measures. The server's driver beside it is the load, not the subject:
+    /// a variant with a profile of its own (LTO, PGO, BOLT) builds the server
+    /// alone and runs it under the release build's driver, so that every
+    /// build stage is driven by the same client.
+    pub fn measured(self) -> &'static str {
+        match self {
+            Target::Subject => "subject",
+            Target::DatastoreServer => "datastore-server",
+        }
+    }
+
+    /// Every binary a build of this target makes, the cell's first; they
+    /// are built, copied and run together, each finding the others beside it.
+    pub fn binaries(self) -> &'static [&'static str] {
+        match self {
+            Target::Subject => &["subject"],
+            Target::DatastoreServer => &["datastore-load", "datastore-server"],
+        }
+    }
+
+    /// The experiments (the binary's names, [`Experiment::runs`]) this
+    /// target runs, each once, in registry order.
+    pub fn experiments(self) -> Vec<Experiment> {
+        let mut out: Vec<Experiment> = Vec::new();
+        for e in Experiment::ALL.iter().filter(|e| e.target() == self) {
+            if !out.contains(&e.runs()) {
+                out.push(e.runs());
+            }
+        }
+        out
+    }
+}
+
+/// What one cell of an experiment is run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// A codec (the cell's `codec` names one of `subjects::codecs`).
+    Codecs,
+    /// A transport stack (the cell's `codec` names one of `subjects::transports`).
+    Transports,
+    /// The server's own axes, in the spec's `params`.
+    Params,
+}
+
+/// The builds a dataset may come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Builds {
+    /// Counts, memory, or a comparison of builds (`instrumentation-cost`).
+    Any,
+    /// Its table prints times, so no build that counts allocations: their
+    /// cost would be in every figure. The spec loader refuses the others.
+    Uncounted,
+}
+
+/// Declares the experiments once: the enum, [`Experiment::ALL`] in table
+/// order, and each one's name and properties, as one `match` each.
+macro_rules! experiments {
+    ($($(#[$doc:meta])* $v:ident = $name:literal, runs $runs:ident, $target:ident, $over:ident, $builds:ident;)*) => {
+        /// One experiment's dataset. Serialised as its name (`"throughput"`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Experiment {
+            $($(#[$doc])* #[serde(rename = $name)] $v,)*
+        }
+
+        impl Experiment {
+            /// Every dataset, in the order its tables are listed.
+            pub const ALL: &'static [Experiment] = &[$(Experiment::$v),*];
+
+            /// The dataset, spec file and table name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Experiment::$v => $name,)*
+                }
+            }
+
+            /// The experiment the target binary runs for it.
+            pub const fn runs(self) -> Experiment {
+                match self {
+                    $(Experiment::$v => Experiment::$runs,)*
+                }
+            }
+
+            /// The binary its cells run in.
+            pub const fn target(self) -> Target {
+                match self {
+                    $(Experiment::$v => Target::$target,)*
+                }
+            }
+
+            /// What one cell is run against.
+            pub const fn over(self) -> Over {
+                match self {
+                    $(Experiment::$v => Over::$over,)*
+                }
+            }
+
+            /// Which builds its figures may come from.
+            pub const fn builds(self) -> Builds {
+                match self {
+                    $(Experiment::$v => Builds::$builds,)*
+                }
+            }
+        }
+    };
+}
+
+experiments! {
+    // The codecs and transports (`subject`).
+    AllocProfile = "alloc-profile", runs AllocProfile, Subject, Codecs, Any;
+    HeapGrowth = "heap-growth", runs HeapGrowth, Subject, Codecs, Any;
+    CodecSpeed = "codec-speed", runs CodecSpeed, Subject, Codecs, Uncounted;
+    TransportAlloc = "transport-alloc", runs TransportAlloc, Subject, Transports, Any;
+    TransportHeapGrowth = "transport-heap-growth", runs TransportHeapGrowth, Subject, Transports, Any;
+    RoundtripLatency = "roundtrip-latency", runs RoundtripLatency, Subject, Transports, Uncounted;
+    RoundtripLatencyAwake = "roundtrip-latency-awake", runs RoundtripLatencyAwake, Subject, Transports, Uncounted;
+    RoundtripLatencyOpen = "roundtrip-latency-open", runs RoundtripLatencyOpen, Subject, Transports, Uncounted;
+    /// codec-speed in every build, to price the instrumentation.
+    InstrumentationCost = "instrumentation-cost", runs CodecSpeed, Subject, Codecs, Any;
+    // The datastore and its server (`datastore-server`).
+    DatastoreQueries = "datastore-queries", runs DatastoreQueries, DatastoreServer, Params, Uncounted;
+    BuildStages = "build-stages", runs BuildStages, DatastoreServer, Params, Uncounted;
+    ConnectionScaling = "connection-scaling", runs ConnectionScaling, DatastoreServer, Params, Any;
+    PipelineDepth = "pipeline-depth", runs PipelineDepth, DatastoreServer, Params, Uncounted;
+    IoWakeup = "io-wakeup", runs IoWakeup, DatastoreServer, Params, Uncounted;
+    ServerHeapGrowth = "server-heap-growth", runs ServerHeapGrowth, DatastoreServer, Params, Any;
+    FaultSoak = "fault-soak", runs FaultSoak, DatastoreServer, Params, Any;
+    Throughput = "throughput", runs Throughput, DatastoreServer, Params, Uncounted;
+}
+
+impl Experiment {
+    /// Whether its table prints times ([`Builds::Uncounted`]).
+    pub const fn timed(self) -> bool {
+        matches!(self.builds(), Builds::Uncounted)
+    }
+
+    /// The experiment called `name` (a dataset).
+    pub fn find(name: &str) -> Option<Experiment> {
+        Experiment::ALL.iter().copied().find(|e| e.name() == name)
+    }
+
+    /// Every dataset's name, for error messages.
+    pub fn names() -> Vec<&'static str> {
+        Experiment::ALL.iter().map(|e| e.name()).collect()
+    }
+
+    /// Checks a spec's `[params]` table against the type the measured
+    /// binary reads it into: an unknown key or a value of the wrong type is
+    /// an error naming it (and, for a key, the known ones). The subject's
+    /// experiments take none but the round trips' `pin_core` and `rate`:
+    /// their axes are the spec's own keys.
+    pub fn check_params(self, params: &Params) -> Result<(), ParamsError> {
+        use records::server as s;
+        match self.runs() {
+            Experiment::AllocProfile
+            | Experiment::HeapGrowth
+            | Experiment::CodecSpeed
+            | Experiment::TransportHeapGrowth
+            | Experiment::InstrumentationCost => read_params::<records::NoParams>(self, params).map(drop),
+            Experiment::TransportAlloc
+            | Experiment::RoundtripLatency
+            | Experiment::RoundtripLatencyAwake
+            | Experiment::RoundtripLatencyOpen => {
+                read_params::<records::subject::RoundtripParams>(self, params).map(drop)
+            }
+            Experiment::DatastoreQueries => read_params::<s::datastore_queries::Params>(self, params).map(drop),
+            Experiment::BuildStages => read_params::<s::build_stages::Params>(self, params).map(drop),
+            Experiment::ConnectionScaling => read_params::<s::connection_scaling::Params>(self, params).map(drop),
+            Experiment::PipelineDepth => read_params::<s::pipeline_depth::Params>(self, params).map(drop),
+            Experiment::IoWakeup => read_params::<s::io_wakeup::Params>(self, params).map(drop),
+            Experiment::ServerHeapGrowth => read_params::<s::server_heap_growth::Params>(self, params).map(drop),
+            Experiment::FaultSoak => read_params::<s::fault_soak::Params>(self, params).map(drop),
+            Experiment::Throughput => read_params::<s::throughput::Params>(self, params).map(drop),
+        }
+    }
+}
+
+impl Experiment {
+    /// Decodes one line its measured binary printed into the experiment's
+    /// record type (`records::…`): the runner checks every line as it
+    /// arrives, and every finished cell on resume, so a line no report could
+    /// read fails its cell there, naming the field, not at render time.
+    pub fn check_record(self, line: &str) -> Result<(), serde_json::Error> {
+        use records::server as s;
+        use records::subject as c;
+        fn decode<R: serde::de::DeserializeOwned>(line: &str) -> Result<(), serde_json::Error> {
+            serde_json::from_str::<R>(line).map(drop)
+        }
+        match self.runs() {
+            Experiment::AllocProfile => decode::<c::AllocProfile>(line),
+            Experiment::HeapGrowth | Experiment::TransportHeapGrowth => decode::<c::HeapGrowth>(line),
+            Experiment::CodecSpeed | Experiment::InstrumentationCost => decode::<c::CodecSpeed>(line),
+            Experiment::TransportAlloc
+            | Experiment::RoundtripLatency
+            | Experiment::RoundtripLatencyAwake
+            | Experiment::RoundtripLatencyOpen => decode::<c::RoundTrip>(line),
+            Experiment::DatastoreQueries => decode::<s::datastore_queries::Record>(line),
+            Experiment::BuildStages => decode::<s::build_stages::Record>(line),
+            Experiment::ConnectionScaling => decode::<s::connection_scaling::Record>(line),
+            Experiment::PipelineDepth => decode::<s::pipeline_depth::Record>(line),
+            Experiment::IoWakeup => decode::<s::io_wakeup::Record>(line),
+            Experiment::ServerHeapGrowth => decode::<s::server_heap_growth::Record>(line),
+            Experiment::FaultSoak => decode::<s::fault_soak::Record>(line),
+            Experiment::Throughput => decode::<s::throughput::Record>(line),
+        }
+    }
+}
+
+impl Experiment {
+    /// Which columns of its records tell cells apart, count exactly, or
+    /// time (`workbench compare`), from its record type.
+    pub fn columns(self) -> records::Columns {
+        use records::server as s;
+        use records::subject as c;
+        use records::Compared;
+        match self.runs() {
+            Experiment::AllocProfile => c::AllocProfile::COLUMNS,
+            Experiment::HeapGrowth | Experiment::TransportHeapGrowth => c::HeapGrowth::COLUMNS,
+            Experiment::CodecSpeed | Experiment::InstrumentationCost => c::CodecSpeed::COLUMNS,
+            Experiment::TransportAlloc
+            | Experiment::RoundtripLatency
+            | Experiment::RoundtripLatencyAwake
+            | Experiment::RoundtripLatencyOpen => c::RoundTrip::COLUMNS,
+            Experiment::DatastoreQueries => s::datastore_queries::Record::COLUMNS,
+            Experiment::BuildStages => s::build_stages::Record::COLUMNS,
+            Experiment::ConnectionScaling => s::connection_scaling::Record::COLUMNS,
+            Experiment::PipelineDepth => s::pipeline_depth::Record::COLUMNS,
+            Experiment::IoWakeup => s::io_wakeup::Record::COLUMNS,
+            Experiment::ServerHeapGrowth => s::server_heap_growth::Record::COLUMNS,
+            Experiment::FaultSoak => s::fault_soak::Record::COLUMNS,
+            Experiment::Throughput => s::throughput::Record::COLUMNS,
+        }
+    }
+}
+
+impl std::fmt::Display for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Experiment {
+    type Err = UnknownExperiment;
+
+    fn from_str(s: &str) -> Result<Experiment, UnknownExperiment> {
+        Experiment::find(s).ok_or_else(|| UnknownExperiment(s.to_string()))
+    }
+}
+
+/// A name no experiment has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown experiment {0:?}; known: {known:?}", known = Experiment::names())]
+pub struct UnknownExperiment(pub String);
+
+/// A spec's `[params]` table, as the cell carries it to the measured binary.
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// Params that the experiment's type does not read.
+#[derive(Debug, thiserror::Error)]
+#[error("{experiment}: params: {message}")]
+pub struct ParamsError {
+    pub experiment: Experiment,
+    /// serde's message, which names the key at fault and, for an unknown
+    /// key, every key the type reads.
+    pub message: String,
+}
+
+/// Reads `params` into the experiment's type `P` (defaults for what is left
+/// out; `P` refuses unknown keys): the one way both the spec loader and the
+/// measured binary read them.
+pub fn read_params<P: serde::de::DeserializeOwned>(experiment: Experiment, params: &Params) -> Result<P, ParamsError> {
+    serde_json::from_value(serde_json::Value::Object(params.clone()))
+        .map_err(|e| ParamsError { experiment, message: e.to_string() })
+}
+
+/// The one spelling of a cell's name, as the staging directory's files, the
+/// manifest's `cells` and its per-cell maps, and the traces name it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CellId {
+    /// A subject cell: `{codec}-p{payload}-{variant}-r{rep}`.
+    Subject { codec: String, payload: u64, variant: String, rep: u32 },
+    /// A server cell: `{experiment}-{variant}-r{rep}`.
+    Server { experiment: Experiment, variant: String, rep: u32 },
+}
+
+impl CellId {
+    /// The build variant.
+    pub fn variant(&self) -> &str {
+        match self {
+            CellId::Subject { variant, .. } | CellId::Server { variant, .. } => variant,
+        }
+    }
+
+    /// The repetition.
+    pub fn rep(&self) -> u32 {
+        match self {
+            CellId::Subject { rep, .. } | CellId::Server { rep, .. } => *rep,
+        }
+    }
+}
+
+impl std::fmt::Display for CellId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CellId::Subject { codec, payload, variant, rep } => write!(f, "{codec}-p{payload}-{variant}-r{rep}"),
+            CellId::Server { experiment, variant, rep } => write!(f, "{experiment}-{variant}-r{rep}"),
+        }
+    }
+}
+
+/// A name that is no cell's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a cell's name (`<codec>-p<payload>-<variant>-r<rep>` or `<experiment>-<variant>-r<rep>`)")]
+pub struct BadCellId(pub String);
+
+impl std::str::FromStr for CellId {
+    type Err = BadCellId;
+
+    /// Codec, transport, experiment and variant names hold `-` themselves,
+    /// so a name is read from the known codecs and experiments: the longest
+    /// that prefixes it.
+    fn from_str(s: &str) -> Result<CellId, BadCellId> {
+        let bad = || BadCellId(s.to_string());
+        let (rest, rep) = s.rsplit_once("-r").ok_or_else(bad)?;
+        let rep: u32 = rep.parse().map_err(|_| bad())?;
+        let server = Experiment::ALL
+            .iter()
+            .filter(|e| e.target() == Target::DatastoreServer)
+            .filter_map(|e| Some((*e, rest.strip_prefix(e.name())?.strip_prefix('-')?)))
+            .max_by_key(|(e, _)| e.name().len());
+        if let Some((experiment, variant)) = server {
+            if !variant.is_empty() {
+                return Ok(CellId::Server { experiment, variant: variant.to_string(), rep });
+            }
+        }
+        let names = Codec::ALL.iter().map(|c| c.name()).chain(Transport::ALL.iter().map(|t| t.name()));
+        let (codec, tail) = names
+            .filter_map(|n| Some((n, rest.strip_prefix(n)?.strip_prefix("-p")?)))
+            .max_by_key(|(n, _)| n.len())
+            .ok_or_else(bad)?;
+        let (payload, variant) = tail.split_once('-').ok_or_else(bad)?;
+        let payload: u64 = payload.parse().map_err(|_| bad())?;
+        if variant.is_empty() {
+            return Err(bad());
+        }
+        Ok(CellId::Subject { codec: codec.to_string(), payload, variant: variant.to_string(), rep })
+    }
+}
+
+/// Declares a list of named things (codecs, transports) once: the enum, its
+/// `ALL` in table order, and each one's name in specs and records, its label
+/// in tables and legends, and whether it is the peer's documented fastest
+/// idiom (marked `*`). A crate that runs them matches on the enum, so a
+/// missing arm is a compile error.
+macro_rules! named {
+    ($(#[$doc:meta])* $ty:ident { $($(#[$vdoc:meta])* $v:ident = $name:literal, $label:literal, $idiom:literal;)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $ty {
+            $($(#[$vdoc])* $v,)*
+        }
+
+        impl $ty {
+            /// Every one, in table order.
+            pub const ALL: &'static [$ty] = &[$($ty::$v),*];
+
+            /// Its name in specs, cells and records.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($ty::$v => $name,)*
+                }
+            }
+
+            /// Its label in tables and figure legends (without the idiom mark).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $($ty::$v => $label,)*
+                }
+            }
+
+            /// Whether it is the peer's documented fastest idiom (`*` in tables).
+            pub const fn idiom(self) -> bool {
+                match self {
+                    $($ty::$v => $idiom,)*
+                }
+            }
+
+            /// The one called `name`.
+            pub fn find(name: &str) -> Option<$ty> {
+                $ty::ALL.iter().copied().find(|c| c.name() == name)
+            }
+
+            /// Every name, in table order.
+            pub fn names() -> Vec<&'static str> {
+                $ty::ALL.iter().map(|c| c.name()).collect()
+            }
+        }
+    };
+}
+
+named! {
+    /// The codecs of `subjects::codecs` (the vote encoded and decoded in memory).
+    Codec {
+        Zap = "zap", "ZAP", false;
+        FlatBuffers = "flatbuffers", "FlatBuffers", false;
+        FlatBuffersStruct = "flatbuffers-struct", "FlatBuffers (fixed arrays)", true;
+        Capnp = "capnp", "Cap'n Proto", false;
+        CapnpScratch = "capnp-scratch", "Cap'n Proto (scratch, no-alloc read)", true;
+        Protobuf = "protobuf", "Protobuf (prost)", false;
+        ProtobufReuse = "protobuf-reuse", "Protobuf (prost, reused message)", false;
+        ProtobufBytes = "protobuf-bytes", "Protobuf (prost, Bytes fields)", true;
+        JsonRpc = "json-rpc", "JSON-RPC", false;
+        JsonRpcBorrowed = "json-rpc-borrowed", "JSON-RPC (borrowed)", true;
+    }
+}
+
+impl Codec {
+    /// The codec this one is an idiom of (`protobuf-reuse` → `protobuf`):
+    /// the longest other name it extends with `-…`. Pages that set an
+    /// idiom against its plain use read it, so a new idiom is paired by
+    /// its name alone.
+    pub fn base(self) -> Option<Codec> {
+        let name = self.name();
+        Codec::ALL
+            .iter()
+            .copied()
+            .filter(|c| {
+                name.len() > c.name().len() + 1 && name.starts_with(c.name()) && name[c.name().len()..].starts_with('-')
+            })
+            .max_by_key(|c| c.name().len())
+    }
+}
+
+named! {
+    /// The transport stacks of `subjects::transports` (one round trip over loopback).
+    Transport {
+        /// The floor: bytes echoed, nothing decoded.
+        RawTcp = "raw-tcp", "Raw TCP echo (floor)", false;
+        ZapRpc = "zap-tcp", "ZAP (TCP, RPC)", false;
+        ZapFramed = "zap-framed", "ZAP (TCP, framed)", false;
+        FlatBuffersTcp = "flatbuffers-tcp", "FlatBuffers (TCP)", false;
+        CapnpTcp = "capnp-tcp", "Cap'n Proto (TCP)", false;
+        CapnpRpc = "capnp-rpc", "Cap'n Proto (capnp-rpc)", false;
+        ProtobufTcp = "protobuf-tcp", "Protobuf (TCP, framed)", false;
+        Mux = "protobuf-mux", "Protobuf-mux (yamux)", false;
+        Grpc = "grpc", "gRPC (tonic)", false;
+        Quic = "quic", "QUIC (quinn, raw)", false;
+        JsonHttp = "json-rpc-http", "JSON-RPC (hyper HTTP/1.1)", false;
+    }
+}
+
+/// How a codec or transport stack reads in tables and legends: its label,
+/// marked `*` when it is the peer's documented fastest idiom; an unknown
+/// name as it is.
+pub fn display_name(name: &str) -> String {
+    if let Some(c) = Codec::find(name) {
+        return format!("{}{}", c.label(), if c.idiom() { "*" } else { "" });
+    }
+    Transport::find(name).map_or_else(|| name.to_string(), |t| t.label().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idiom_pairs_with_its_plain_codec_by_name() {
+        let pairs: Vec<(&str, &str)> =
+            Codec::ALL.iter().filter_map(|c| c.base().map(|b| (c.name(), b.name()))).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("flatbuffers-struct", "flatbuffers"),
+                ("capnp-scratch", "capnp"),
+                ("protobuf-reuse", "protobuf"),
+                ("protobuf-bytes", "protobuf"),
+                ("json-rpc-borrowed", "json-rpc"),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_runs_exist() {
+        let mut n = Experiment::names();
+        n.sort_unstable();
+        let len = n.len();
+        n.dedup();
+        assert_eq!(len, n.len(), "{n:?}");
+        for &e in Experiment::ALL {
+            let ran = e.runs();
+            assert_eq!(ran.runs(), ran, "{e}: what a binary runs is an experiment of its own");
+            assert_eq!((ran.target(), ran.over()), (e.target(), e.over()), "{e}");
+            assert_eq!(e.name().parse::<Experiment>().unwrap(), e);
+            assert_eq!(serde_json::to_string(&e).unwrap(), format!("{:?}", e.name()));
+        }
+    }
+
+    #[test]
+    fn targets_split_the_experiments() {
+        let (subject, server) = (Target::Subject.experiments(), Target::DatastoreServer.experiments());
+        assert!(subject.iter().all(|e| !server.contains(e)), "{subject:?} / {server:?}");
+        assert_eq!(subject.len() + server.len(), Experiment::ALL.iter().filter(|e| e.runs() == **e).count());
+        assert!(!subject.contains(&Experiment::InstrumentationCost), "it runs codec-speed");
+    }
+
+    #[test]
+    fn a_misspelt_param_is_refused_naming_it_and_the_known_keys() {
+        let params = |text: &str| match serde_json::from_str::<serde_json::Value>(text).unwrap() {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let e = Experiment::PipelineDepth.check_params(&params(r#"{"rtt_usec": [250]}"#)).unwrap_err().to_string();
+        assert!(e.contains("rtt_usec") && e.contains("rtt_us") && e.contains("pipeline-depth"), "{e}");
+        let e = Experiment::Throughput.check_params(&params(r#"{"rows": "many"}"#)).unwrap_err().to_string();
+        assert!(e.contains("invalid type"), "{e}");
+        Experiment::PipelineDepth.check_params(&params(r#"{"rtt_us": [250], "runs": 3}"#)).unwrap();
+        // The subject's experiments take none.
+        assert!(Experiment::AllocProfile.check_params(&params(r#"{"rows": 1}"#)).is_err());
+        Experiment::AllocProfile.check_params(&params("{}")).unwrap();
+    }
+
+    #[test]
+    fn cell_ids_read_back_as_written() {
+        let ids = [
+            CellId::Subject { codec: "json-rpc-borrowed".into(), payload: 64, variant: "dhat".into(), rep: 1 },
+            CellId::Subject { codec: "json-rpc".into(), payload: 0, variant: "x86-64".into(), rep: 0 },
+            CellId::Subject { codec: "zap-tcp".into(), payload: 65536, variant: "jemalloc-plain".into(), rep: 12 },
+            CellId::Server { experiment: Experiment::ServerHeapGrowth, variant: "events".into(), rep: 0 },
+            CellId::Server { experiment: Experiment::BuildStages, variant: "pgo-bolt".into(), rep: 4 },
+        ];
+        for id in ids {
+            let text = id.to_string();
+            assert_eq!(text.parse::<CellId>().unwrap(), id, "{text}");
+        }
+        assert_eq!(
+            CellId::Subject { codec: "json-rpc".into(), payload: 64, variant: "dhat".into(), rep: 0 }.to_string(),
+            "json-rpc-p64-dhat-r0"
+        );
+        for bad in ["zap-p0-dhat", "nope-p0-dhat-r0", "zap-px-dhat-r0", "throughput--r0"] {
+            assert!(bad.parse::<CellId>().is_err(), "{bad}");
+        }
+    }
+}
