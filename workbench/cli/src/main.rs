@@ -440,7 +440,9 @@ fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         };
         return run_slurm(root, data, &opts, &chosen, &s, no_report);
     }
-    workbench::run::provenance::check_clean(root, allow_dirty)?;
+    for (path, spec) in &chosen {
+        workbench::run::provenance::check_clean(root, allow_dirty, path, spec, scale)?;
+    }
     workbench::run::provenance::check_self(root)?;
     // One measurement per machine: two at once would each show in the other's figures.
     let lock = workbench::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
@@ -588,7 +590,9 @@ fn run_slurm(
     no_report: bool,
 ) -> Result<()> {
     if !s.dry_run {
-        workbench::run::provenance::check_clean(root, opts.allow_dirty)?;
+        for (path, spec) in chosen {
+            workbench::run::provenance::check_clean(root, opts.allow_dirty, path, spec, opts.scale)?;
+        }
         workbench::run::provenance::check_self(root)?;
     }
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
@@ -788,6 +792,7 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
     written.push(workbench::paper::write_macros_of(root, data, workbench::paper::chosen_of(&analyses))?);
     written.extend(workbench::paper::write_provenance_of(root, &analyses)?);
     written.extend(workbench::paper::write_determinism(root)?);
+    written.push(report::timings::write(root, data)?);
     let (audit, claims) = workbench::paper::claims::write(root, data)?;
     written.extend(claims);
     print_written(root, &written);

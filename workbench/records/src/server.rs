@@ -30,6 +30,18 @@ pub struct Stats {
     pub closed_unread: u64,
 }
 
+/// The workload's queries: each one's name, as the records' `query` field
+/// holds it, and its SQL (the server's workload runs them; the reports list
+/// their columns by them).
+pub const QUERIES: [(&str, &str); 3] = [
+    (
+        "group-by-category",
+        "SELECT category, count(), avg(value), sum(value), max(value), quantile(0.9)(value) FROM t GROUP BY category",
+    ),
+    ("top-20-users", "SELECT user_id, sum(value) AS s FROM t GROUP BY user_id ORDER BY s DESC LIMIT 20"),
+    ("filtered-count", "SELECT count() FROM t WHERE value > 0.5 AND category = 'api'"),
+];
+
 /// throughput: the closed loop of every engine, query and concurrency.
 pub mod throughput {
     pub use super::Floor;
@@ -71,7 +83,6 @@ pub mod throughput {
             }
         }
     }
-
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
@@ -207,7 +218,6 @@ pub mod connection_scaling {
         }
     }
 
-
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(untagged)]
     pub enum Record {
@@ -319,7 +329,6 @@ pub mod datastore_queries {
         }
     }
 
-
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
@@ -409,7 +418,6 @@ pub mod fault_soak {
             }
         }
     }
-
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
@@ -528,7 +536,6 @@ pub mod server_heap_growth {
         }
     }
 
-
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
@@ -590,7 +597,6 @@ pub mod io_wakeup {
             }
         }
     }
-
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "kind", rename_all = "lowercase")]
@@ -657,7 +663,6 @@ pub mod pipeline_depth {
             Params { depths: vec![1, 2, 4, 8, 16, 32, 64], rtt_us: vec![0, 500], runs: 20 }
         }
     }
-
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "mode")]

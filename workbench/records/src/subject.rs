@@ -167,7 +167,8 @@ impl crate::Compared for AllocProfile {
 }
 
 impl crate::Compared for HeapGrowth {
-    const COLUMNS: crate::Columns = crate::Columns { keys: &["kind"], counts: &["cum_allocs", "cum_bytes"], times: &[] };
+    const COLUMNS: crate::Columns =
+        crate::Columns { keys: &["kind"], counts: &["cum_allocs", "cum_bytes"], times: &[] };
 }
 
 impl crate::Compared for CodecSpeed {

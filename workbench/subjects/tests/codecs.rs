@@ -7,7 +7,6 @@
 //! instead of compiling it a second time in test mode (see Cargo.toml).
 
 use anyhow::Result;
-use registry;
 use subjects::codecs::{run_with, Codec, Envelope, WithCodec};
 use subjects::experiments::{runs, Runs};
 use subjects::vote::{same_bytes, VoteData};

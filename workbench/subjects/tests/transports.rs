@@ -6,7 +6,6 @@
 //! here.
 
 use anyhow::Result;
-use registry;
 use subjects::transports::{pin_current_thread, run_with, Transport, WithTransport};
 use subjects::vote::VoteData;
 

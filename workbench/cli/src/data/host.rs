@@ -1,8 +1,6 @@
 //! Facts about the host and the build a measurement records: git state,
-//! rustc, CPU, cores, kernel, dates (the civil-date algorithm is the
-//! datastore's DateTime one).
+//! rustc, CPU, cores, kernel, dates (UTC).
 
-use datastore::types::civil;
 use std::path::Path;
 use std::process::Command;
 
@@ -76,12 +74,15 @@ pub fn now_secs() -> u64 {
 
 /// `2026-11-30T04:15:00Z`.
 pub fn iso_date(secs: u64) -> String {
-    let (y, mo, d, h, mi, s) = civil(secs);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    utc(secs).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `secs` since the Unix epoch as a UTC date (the epoch itself where chrono cannot hold it).
+fn utc(secs: u64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(i64::try_from(secs).unwrap_or(0), 0).unwrap_or_default()
 }
 
 /// `20261130T041500Z`, used in run ids.
 pub fn compact_date(secs: u64) -> String {
-    let (y, mo, d, h, mi, s) = civil(secs);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+    utc(secs).format("%Y%m%dT%H%M%SZ").to_string()
 }

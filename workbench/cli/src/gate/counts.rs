@@ -7,9 +7,9 @@
 
 use crate::data::dataset::Record;
 use anyhow::{Context, Result};
-use registry::{self, Experiment};
 use records::server::server_heap_growth;
 use records::subject::{AllocProfile, RoundTrip};
+use registry::{self, Experiment};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 

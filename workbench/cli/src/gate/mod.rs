@@ -643,7 +643,7 @@ mod tests {
         }
         let server = cells.iter().find(|c| c.id.dataset == "server-heap-growth").expect("a server cell");
         let workloads = server.planned.cell["params"]["workloads"].as_array().unwrap().clone();
-        for (q, _) in server::workload::QUERIES {
+        for (q, _) in records::server::QUERIES {
             assert!(workloads.iter().any(|w| w == q), "the server's gate cell does not run {q} alone");
         }
         // Every cell is counted by the dhat build.

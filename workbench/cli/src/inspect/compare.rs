@@ -623,14 +623,14 @@ mod tests {
         assert_eq!((few.lo, few.median, few.hi), (1.0, 2.0, 3.0));
     }
 
-    /// A run of a made-up experiment: dhat records with `allocs`, system
-    /// records with `ns`.
+    /// A run of transport-alloc (whose records count `allocs` exactly and
+    /// time `ns`): dhat records with `allocs`, system records with `ns`.
     fn run(name: &str, allocs: &[u64], ns: &[f64]) -> Run {
         let manifest: crate::data::manifest::Manifest = serde_json::from_value(serde_json::json!({
-            "experiment": "toy", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
+            "experiment": "transport-alloc", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
             "rustc": "r", "profile": "release", "features": {}, "allocators": {}, "cpu_model": "c", "cores": 2,
             "kernel": "k", "date": "d", "command_line": [], "spec_path": "s",
-            "spec": {"experiment": "toy", "description": "", "codecs": ["zap"], "payloads": [0], "variants": ["dhat", "system"],
+            "spec": {"experiment": "transport-alloc", "description": "", "codecs": ["zap"], "payloads": [0], "variants": ["dhat", "system"],
                      "seed": 1, "quick": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null},
                      "full": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null}},
             "cells": [], "cells_resumed": 0, "records": 0
@@ -690,6 +690,31 @@ mod tests {
         assert!(!c.times[0].significant(0.05), "{:?}", c.times[0]);
         assert!(c.to_markdown().contains("| ~ |"), "{}", c.to_markdown());
         assert!(c.failures(&[FailOn::Time(0.0), FailOn::Allocs]).is_empty());
+    }
+
+    #[test]
+    fn two_server_heap_growth_runs_compare_every_count_of_every_exact_build() {
+        let server = |name: &str, extra: u64| {
+            let mut manifest = run(name, &[1], &[]).manifest.clone();
+            manifest.experiment = "server-heap-growth".into();
+            let mut records = Vec::new();
+            for variant in ["dhat", "events", "jemalloc"] {
+                for (workload, q) in [("ping", 10), ("mix", 20)] {
+                    let r = serde_json::json!({"kind": "sample", "workload": workload, "queries": q, "variant": variant,
+                        "rep": 0, "total_allocs": 100 + q + extra, "total_bytes": 4000 + q, "peak_heap_bytes": 900,
+                        "live_heap_bytes": 800});
+                    records.push(r.as_object().unwrap().clone());
+                }
+            }
+            let frame = crate::data::dataset::frame_from_records(&records).unwrap();
+            Run::new(std::path::PathBuf::from(name), manifest, frame)
+        };
+        let c = compare(&server("a", 0), &server("b", 0), 0.05).unwrap();
+        // Two exact builds × two workloads × four counts; jemalloc's are not exact.
+        assert_eq!(c.counts.len(), 16, "{:?}", c.counts);
+        assert!(c.counts.iter().any(|r| r.column == "total_allocs" && r.cell.contains("ping")), "{:?}", c.counts);
+        let changed = compare(&server("a", 0), &server("b", 1), 0.05).unwrap();
+        assert_eq!(changed.counts.iter().filter(|r| r.changed()).count(), 4, "{:?}", changed.counts);
     }
 
     #[test]

@@ -6,11 +6,12 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{self, dist, opt_bytes, opt_count, row, source_of, Acc, Table};
 use anyhow::Result;
-use registry::{self, display_name};
 use records::subject::{AllocProfile, Phase};
+use registry::{self, display_name};
 use std::collections::HashMap;
 
-pub const REPORT: Report = Report::of::<records::subject::AllocProfile>(registry::Experiment::AllocProfile, alloc_profile, None);
+pub const REPORT: Report =
+    Report::of::<records::subject::AllocProfile>(registry::Experiment::AllocProfile, alloc_profile, None);
 
 /// What the table shows of one cell's messages in one phase.
 #[derive(Clone, Copy, Default)]

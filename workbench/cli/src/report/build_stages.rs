@@ -10,10 +10,9 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, source_of, Table, TableCell};
 use anyhow::Result;
-use registry;
 use records::server::build_stages::Record;
 use records::server::throughput::{Query, Rss};
-use server::workload::QUERIES;
+use records::server::QUERIES;
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::BuildStages, table, Some(figure));

@@ -12,7 +12,6 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use registry;
 use records::server::connection_scaling::{Failed, Peer, Record};
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,6 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table, TableCell};
 use anyhow::Result;
-use registry;
 use records::server::datastore_queries::{Floor, Memory, Query, Record};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::DatastoreQueries, table, None);

@@ -10,7 +10,6 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use registry;
 use records::server::fault_soak::{Detail, Kills, Record, Summary};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::FaultSoak, table, None);

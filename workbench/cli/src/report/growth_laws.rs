@@ -27,8 +27,8 @@ use crate::fmt;
 use crate::inspect::trace::{self, Trace};
 use crate::report::tables::{row, source_of, Table};
 use anyhow::Result;
-use registry::{self, display_name};
 use records::subject::{AllocProfile, Phase};
+use registry::{self, display_name};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 

@@ -10,9 +10,9 @@ use crate::inspect::trace::events;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
 use crate::report::tables::{self, field, opt_bytes, opt_count, row, source_of, stats_of, steady_rate, Table};
 use anyhow::Result;
-use registry::{self, display_name};
 use records::subject::{HeapGrowth, HeapKind};
 use records::Row;
+use registry::{self, display_name};
 use std::path::{Path, PathBuf};
 
 /// The records of one codec (or stack) and payload, of one build and kind.

@@ -6,8 +6,8 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{self, dash, ratio, row, source_of, stats_of, Table};
 use anyhow::Result;
-use registry::{self, display_name};
 use records::subject::{Implementation, Op};
+use registry::{self, display_name};
 
 pub const REPORT: Report =
     Report::of::<records::subject::CodecSpeed>(registry::Experiment::InstrumentationCost, instrumentation_cost, None);

@@ -9,7 +9,6 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use registry;
 use records::server::io_wakeup::Record;
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::IoWakeup, table, None);

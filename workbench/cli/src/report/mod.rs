@@ -1,17 +1,20 @@
 //! One report per registered dataset ([`registry`]): its table, its
 //! figure. Tables, figures and the stale-table cleanup all walk [`REPORTS`];
-//! a report names its dataset by the registry's constant, never by a string.
+//! a report names its dataset by its `registry::Experiment`, never by a string.
 //!
 //! Adding an experiment's output: copy one of the files below (a `pub const
-//! REPORT = Report::of(registry::X, table, figure)`) and list it in [`REPORTS`].
+//! REPORT = Report::of::<Record>(Experiment::X, table, figure)`); the
+//! compiler then asks for its arm in [`reports_of`].
 //!
 //! # Layout
-//! - [`Report`], [`REPORTS`]: each registered dataset's table and figure;
+//! - [`Report`], [`reports_of`] (one exhaustive match), [`REPORTS`]: each
+//!   registered dataset's table and figure;
 //!   [`analyse`] walks them once per scale (each run loaded once, every
 //!   table computed), and the [`Analysis`] writes tables and figures.
 //! - [`tables`]: [`Table`], its LaTeX and Markdown, row selection and cell
 //!   formats; [`figures`]: plotters charts (SVG and PNG); [`timeline`]: a
-//!   heap timeline's chart from an events file.
+//!   heap timeline's chart from an events file; [`timings`]: what each
+//!   newest run took, from its manifest (`paper/generated/timings.md`).
 //! - The codecs' and transports' reports: [`alloc_profile`] (and its
 //!   [`growth_laws`]), [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
@@ -53,6 +56,7 @@ pub mod roundtrip_latency;
 pub mod server_heap_growth;
 pub mod throughput;
 pub mod timeline;
+pub mod timings;
 pub mod transport_alloc;
 
 /// Draws an experiment's figure(s) from a run into a directory; the files written.
@@ -93,28 +97,34 @@ fn read<R: serde::de::DeserializeOwned + 'static>(run: &Run) -> Result<usize> {
     run.each::<R>().try_fold(0, |n, r| r.map(|_| n + 1))
 }
 
-/// Every report, in the order tables are listed.
-pub const REPORTS: &[Report] = &[
-    alloc_profile::REPORT,
-    growth_laws::REPORT,
-    heap_growth::REPORT,
-    codec_speed::REPORT,
-    transport_alloc::REPORT,
-    heap_growth::TRANSPORTS,
-    roundtrip_latency::REPORT,
-    roundtrip_latency::AWAKE,
-    roundtrip_latency::OPEN,
-    instrumentation_cost::REPORT,
-    datastore_queries::REPORT,
-    build_stages::REPORT,
-    connection_scaling::REPORT,
-    pipeline_depth::REPORT,
-    io_wakeup::REPORT,
-    server_heap_growth::REPORT,
-    fault_soak::REPORT,
-    throughput::REPORT,
-    throughput::VERSUS,
-];
+/// The reports of one experiment's dataset: one exhaustive match, so an
+/// experiment without its report does not compile.
+pub const fn reports_of(e: Experiment) -> &'static [Report] {
+    use Experiment as E;
+    match e {
+        E::AllocProfile => &[alloc_profile::REPORT, growth_laws::REPORT],
+        E::HeapGrowth => &[heap_growth::REPORT],
+        E::CodecSpeed => &[codec_speed::REPORT],
+        E::TransportAlloc => &[transport_alloc::REPORT],
+        E::TransportHeapGrowth => &[heap_growth::TRANSPORTS],
+        E::RoundtripLatency => &[roundtrip_latency::REPORT],
+        E::RoundtripLatencyAwake => &[roundtrip_latency::AWAKE],
+        E::RoundtripLatencyOpen => &[roundtrip_latency::OPEN],
+        E::InstrumentationCost => &[instrumentation_cost::REPORT],
+        E::DatastoreQueries => &[datastore_queries::REPORT],
+        E::BuildStages => &[build_stages::REPORT],
+        E::ConnectionScaling => &[connection_scaling::REPORT],
+        E::PipelineDepth => &[pipeline_depth::REPORT],
+        E::IoWakeup => &[io_wakeup::REPORT],
+        E::ServerHeapGrowth => &[server_heap_growth::REPORT],
+        E::FaultSoak => &[fault_soak::REPORT],
+        E::Throughput => &[throughput::REPORT, throughput::VERSUS],
+    }
+}
+
+/// Every report, in the order tables are listed (the experiments').
+pub static REPORTS: std::sync::LazyLock<Vec<&'static Report>> =
+    std::sync::LazyLock::new(|| Experiment::ALL.iter().flat_map(|&e| reports_of(e)).collect());
 
 /// One analysis pass at one scale: the newest run of each report's dataset,
 /// loaded once (two reports of one dataset share it), and every table
@@ -136,7 +146,7 @@ pub struct Analysis {
 /// not fresh against the tree at `root`, starts by saying so.
 pub fn analyse(root: &Path, data: &Path, scale: Scale) -> Result<Analysis> {
     let mut found: Vec<(&'static Report, PathBuf)> = Vec::new();
-    for r in REPORTS {
+    for &r in REPORTS.iter() {
         if let Some(dir) = dataset::latest_run(data, r.dataset(), scale)? {
             found.push((r, dir));
         }
@@ -334,15 +344,22 @@ mod tests {
     }
 
     #[test]
+    fn each_report_reads_the_experiment_it_is_listed_under() {
+        for &e in Experiment::ALL {
+            assert!(reports_of(e).iter().all(|r| r.experiment == e), "{e}");
+        }
+    }
+
+    #[test]
     fn every_committed_spec_has_a_report() {
         let specs = crate::spec::load_dir(&crate::default_root().join("experiments")).unwrap();
         for (path, spec) in specs {
             assert!(REPORTS.iter().any(|r| r.dataset() == spec.dataset()), "{} has no report", path.display());
         }
-        for e in registry::ALL {
-            assert!(REPORTS.iter().any(|r| r.dataset() == e.name), "registered {} has no report", e.name);
-            let spec = crate::default_root().join("experiments").join(format!("{}.toml", e.name));
-            assert!(spec.exists(), "registered {} has no spec {}", e.name, spec.display());
+        for e in registry::Experiment::ALL {
+            assert!(REPORTS.iter().any(|r| r.dataset() == e.name()), "registered {e} has no report");
+            let spec = crate::default_root().join("experiments").join(format!("{e}.toml"));
+            assert!(spec.exists(), "registered {e} has no spec {}", spec.display());
         }
     }
 
@@ -350,7 +367,7 @@ mod tests {
     fn every_committed_dataset_reads_as_its_records() {
         let data = crate::default_root().join("data");
         let (mut read, mut failed) = (0, Vec::new());
-        for r in REPORTS {
+        for &r in REPORTS.iter() {
             for scale in [Scale::Quick, Scale::Full] {
                 for dir in dataset::runs(&data, r.dataset(), scale).unwrap() {
                     let run = dataset::load_run(&dir).unwrap();

@@ -10,7 +10,6 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use registry;
 use records::server::pipeline_depth::{Chain, Record};
 use std::path::{Path, PathBuf};
 

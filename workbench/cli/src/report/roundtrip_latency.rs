@@ -12,9 +12,8 @@ use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
 use crate::report::tables::{dash, ratio, row, source_of, Table};
 use anyhow::Result;
-use registry;
-use registry::display_name;
 use records::subject::RoundTrip;
+use registry::display_name;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -278,7 +277,9 @@ mod tests {
             rows.push((subject("grpc", 0, "jemalloc", rep), trip(ns)));
         }
         rows.push((subject("raw-tcp", 0, "jemalloc", 0), trip(10_000)));
-        let t = roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::Experiment::RoundtripLatency.name()).unwrap();
+        let t =
+            roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::Experiment::RoundtripLatency.name())
+                .unwrap();
         let key = [display_name("grpc"), fmt::bytes(0.0)];
         let key: Vec<&str> = key.iter().map(String::as_str).collect();
         assert_eq!(cell(&t, &key, "n"), "3");

@@ -11,14 +11,15 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{dash, row, source_of, Table};
 use anyhow::Result;
-use registry;
 use records::server::throughput::{Peer, Query, Record, Rss};
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::Throughput, table, Some(figure));
 
-pub const VERSUS: Report =
-    Report { name: "throughput-vs-clickhouse", ..Report::of::<Record>(registry::Experiment::Throughput, versus, Some(roofline)) };
+pub const VERSUS: Report = Report {
+    name: "throughput-vs-clickhouse",
+    ..Report::of::<Record>(registry::Experiment::Throughput, versus, Some(roofline))
+};
 
 /// A run's records by kind, in the order written (build-stages' too, each
 /// with its build).

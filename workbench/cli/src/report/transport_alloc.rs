@@ -6,11 +6,12 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::tables::{self, dist, opt_bytes, row, source_of, Acc, Table};
 use anyhow::Result;
-use registry::{self, display_name};
 use records::subject::RoundTrip;
+use registry::{self, display_name};
 use std::collections::HashMap;
 
-pub const REPORT: Report = Report::of::<records::subject::RoundTrip>(registry::Experiment::TransportAlloc, transport_alloc, None);
+pub const REPORT: Report =
+    Report::of::<records::subject::RoundTrip>(registry::Experiment::TransportAlloc, transport_alloc, None);
 
 /// The fields the table summarises, and their places in [`FIELDS`].
 const FIELDS: [fn(&RoundTrip) -> Option<u64>; 7] = [

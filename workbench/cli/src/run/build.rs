@@ -293,7 +293,8 @@ fn cargo_build(
     // Always the variant's instruction set (the reference build, or the
     // baseline where this CPU lacks it), whatever the caller's environment:
     // these flags are what the manifest says the binary was built with.
-    let rustflags = [v.codegen_here().rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
+    let rustflags =
+        [v.codegen_here().rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
     cmd.env_remove("CARGO_ENCODED_RUSTFLAGS").env("RUSTFLAGS", rustflags.join(" "));
     if !v.features.is_empty() {
         let features: Vec<String> = v.features.iter().map(|f| format!("{package}/{f}")).collect();

@@ -52,27 +52,110 @@ pub fn busy_between(
     busy
 }
 
-/// `git diff HEAD` of the tracked files: what a dirty tree measured.
-pub fn diff(root: &Path) -> Result<String> {
+/// The workspace packages whose code the measured binaries are compiled
+/// from: the targets' packages (the subject's, the server's) and every
+/// workspace crate they depend on (not through dev-dependencies), as
+/// directories relative to `root`, from `cargo metadata` (no hand-kept list).
+pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
+    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("running cargo metadata in {}", root.display()))?;
+    if !out.status.success() {
+        bail!("cargo metadata in {} failed: {}", root.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+    let packages = meta["packages"].as_array().context("cargo metadata: no packages")?;
+    let dir_of = |p: &serde_json::Value| -> Option<PathBuf> {
+        Path::new(p["manifest_path"].as_str()?).parent().map(Path::to_path_buf)
+    };
+    let by_dir: BTreeMap<PathBuf, &serde_json::Value> = packages.iter().filter_map(|p| Some((dir_of(p)?, p))).collect();
+    let mut todo: Vec<PathBuf> = packages
+        .iter()
+        .filter(|p| [Target::Subject, Target::DatastoreServer].iter().any(|t| p["name"] == t.package()))
+        .filter_map(dir_of)
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(dir) = todo.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Some(p) = by_dir.get(&dir) else { continue };
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            if d["kind"] == "dev" {
+                continue;
+            }
+            if let Some(path) = d["path"].as_str() {
+                todo.push(PathBuf::from(path));
+            }
+        }
+    }
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    Ok(seen.iter().filter_map(|d| Some(d.strip_prefix(&root).ok()?.to_string_lossy().into_owned())).collect())
+}
+
+use crate::spec::{Scale, Spec, Target};
+
+/// The paths (relative to `root`) whose content decides what a run of the
+/// spec at `spec_path` measures: the measured crates ([`measured_crates`]),
+/// the lock file, the workspace manifest and its build flags, the spec, and
+/// the files its cells execute ([`crate::run::fingerprint::peer_files`]).
+/// Generated outputs (figures, `paper/`, the site, other datasets) are not
+/// among them: they never make a measurement unreproducible.
+pub fn measured_paths(root: &Path, spec_path: &Path, spec: &Spec, scale: Scale) -> Result<Vec<String>> {
+    let mut paths = measured_crates(root)?;
+    paths.extend(["Cargo.lock", "Cargo.toml", ".cargo/config.toml"].map(String::from));
+    let spec_path = spec_path.canonicalize().unwrap_or_else(|_| spec_path.to_path_buf());
+    let root_abs = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if let Ok(rel) = spec_path.strip_prefix(&root_abs) {
+        paths.push(rel.to_string_lossy().into_owned());
+    }
+    paths.extend(crate::run::fingerprint::peer_files(root, spec, scale).into_iter().filter(|p| !p.starts_with('/')));
+    Ok(paths)
+}
+
+/// The files among `paths` that differ from HEAD: modified, staged, deleted,
+/// or new and untracked (a new source file in a measured crate is code the
+/// commit does not hold).
+pub fn changed_among(root: &Path, paths: &[String]) -> Vec<String> {
+    let mut args = vec!["status", "--porcelain", "--untracked-files=all", "--no-renames", "--"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = std::process::Command::new("git").args(&args).current_dir(root).output();
+    let Ok(out) = out else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.get(3..))
+        .map(|f| f.trim_matches('"').to_string())
+        .collect()
+}
+
+/// `git diff HEAD` of `files` (tracked): what a dirty tree measured.
+pub fn diff_of(root: &Path, files: &[String]) -> Result<String> {
     let out = std::process::Command::new("git")
-        .args(["diff", "HEAD", "--binary"])
+        .args(["diff", "HEAD", "--binary", "--"])
+        .args(files)
         .current_dir(root)
         .output()
         .with_context(|| format!("running git diff in {}", root.display()))?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Refuses a measurement on a dirty tree unless allowed.
-pub fn check_clean(root: &Path, allow_dirty: bool) -> Result<bool> {
-    let (_, dirty) = crate::data::host::git_state(root);
-    if dirty && !allow_dirty {
+/// Refuses a run of the spec at `spec_path` when a file it measures differs
+/// from HEAD (naming each), unless allowed; the changed files (none: clean).
+/// Every other change in the tree (a figure, the paper, a dataset) neither
+/// blocks a run nor marks its dataset dirty.
+pub fn check_clean(root: &Path, allow_dirty: bool, spec_path: &Path, spec: &Spec, scale: Scale) -> Result<Vec<String>> {
+    let changed = changed_among(root, &measured_paths(root, spec_path, spec, scale)?);
+    if !changed.is_empty() && !allow_dirty {
         bail!(
-            "the working tree at {} has uncommitted changes: a dataset from it reproduces from no commit. \
+            "{}: what it measures has uncommitted changes ({}): a dataset from it reproduces from no commit. \
              Commit first, or pass --allow-dirty (the diff is then stored in the dataset as dirty.diff)",
-            root.display()
+            spec_path.display(),
+            changed.join(", ")
         );
     }
-    Ok(dirty)
+    Ok(changed)
 }
 
 /// Held while a measurement runs: one per machine.
@@ -150,6 +233,55 @@ pub fn check_self(root: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_run_measures_is_its_crates_lock_flags_spec_and_peers_not_the_outputs() {
+        let root = crate::default_root();
+        let crates = measured_crates(&root).unwrap();
+        for c in ["workbench/zap", "workbench/probe", "workbench/records", "workbench/registry", "workbench/subjects"] {
+            assert!(crates.contains(&c.to_string()), "{c} missing from {crates:?}");
+        }
+        for c in ["workbench/datastore", "workbench/server"] {
+            assert!(crates.contains(&c.to_string()), "{c} missing from {crates:?}");
+        }
+        assert!(!crates.iter().any(|c| c == "workbench/cli"), "the CLI is no measured crate: {crates:?}");
+        let path = root.join("experiments/throughput.toml");
+        let spec = Spec::load(&path).unwrap();
+        let paths = measured_paths(&root, &path, &spec, Scale::Quick).unwrap();
+        for p in ["Cargo.lock", ".cargo/config.toml", "experiments/throughput.toml", "scripts/chdb_engine.py"] {
+            assert!(paths.contains(&p.to_string()), "{p} missing from {paths:?}");
+        }
+        for p in ["figures", "paper", "data", "notebooks", "README.md", "workbench/cli"] {
+            assert!(!paths.iter().any(|x| x.starts_with(p)), "{p} is an output, not a measured input: {paths:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_change_to_a_measured_file_makes_a_run_dirty() {
+        // A scratch repository: one measured file, one output.
+        let dir = std::env::temp_dir().join(format!("wb-dirty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join("figures")).unwrap();
+        let git = |args: &[&str]| {
+            let st = std::process::Command::new("git").args(args).current_dir(&dir).output().unwrap();
+            assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+        };
+        std::fs::write(dir.join("src/lib.rs"), "fn a() {}\n").unwrap();
+        std::fs::write(dir.join("figures/a.svg"), "<svg/>\n").unwrap();
+        git(&["init", "-q"]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "add", "."]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]);
+        let measured = vec!["src".to_string()];
+        std::fs::write(dir.join("figures/a.svg"), "<svg>new</svg>\n").unwrap();
+        assert!(changed_among(&dir, &measured).is_empty(), "a regenerated figure is no measured change");
+        std::fs::write(dir.join("src/lib.rs"), "fn b() {}\n").unwrap();
+        std::fs::write(dir.join("src/new.rs"), "\n").unwrap();
+        assert_eq!(changed_among(&dir, &measured), ["src/lib.rs", "src/new.rs"]);
+        let diff = diff_of(&dir, &changed_among(&dir, &measured)).unwrap();
+        assert!(diff.contains("fn b()") && !diff.contains("svg"), "{diff}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_second_lock_is_refused_while_the_first_is_held() {

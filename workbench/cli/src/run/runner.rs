@@ -174,23 +174,16 @@ fn fnv64(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// What the measured processes are built from: the git objects of the
-/// subject crates and the lock file. A commit that leaves them alone (docs,
-/// tables, the CLI) keeps an interrupted run resumable.
-const MEASURED: &[&str] = &[
-    "workbench/zap",
-    "workbench/probe",
-    "workbench/subjects",
-    "workbench/datastore",
-    "workbench/server",
-    "Cargo.lock",
-];
-
 /// Where an unfinished run of `spec` keeps its finished cells: the same
 /// spec, scale and measured code map to the same directory, so starting the
 /// run again resumes it.
 pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
-    let objects: Vec<String> = MEASURED.iter().map(|p| manifest::git_object(&opts.root, p)).collect();
+    // What the measured processes are built from: the git objects of the
+    // measured crates and the lock file. A commit that leaves them alone
+    // (docs, tables, the CLI) keeps an interrupted run resumable.
+    let mut measured = crate::run::provenance::measured_crates(&opts.root)?;
+    measured.push("Cargo.lock".into());
+    let objects: Vec<String> = measured.iter().map(|p| manifest::git_object(&opts.root, p)).collect();
     let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, objects.join(",")).as_bytes());
     Ok(opts.data.join(spec.dataset()).join(format!(".tmp-{}-{key:016x}", opts.scale)))
 }
@@ -288,7 +281,7 @@ pub fn run_spec_where(
     multi: &MultiProgress,
     keep: &dyn Fn(&Planned) -> bool,
 ) -> Result<Outcome> {
-    let (mut cells, staging, before) = prepare(opts, spec)?;
+    let (mut cells, staging, before) = prepare(opts, spec_path, spec)?;
     cells.retain(|p| keep(p));
     if cells.is_empty() {
         bail!("{}: no planned cell is selected", spec_path.display());
@@ -300,11 +293,13 @@ pub fn run_spec_where(
 
 /// A run's start, whatever runs its cells: the cells planned, the staging
 /// directory (created; emptied first with `--fresh`) and the moment.
-pub(crate) fn prepare(opts: &Options, spec: &Spec) -> Result<(Vec<Planned>, PathBuf, Before)> {
+pub(crate) fn prepare(opts: &Options, spec_path: &Path, spec: &Spec) -> Result<(Vec<Planned>, PathBuf, Before)> {
     let start = Instant::now();
     let cells = plan(spec, opts.scale)?;
-    let (rev, dirty) = manifest::git_state(&opts.root);
-    crate::run::provenance::check_clean(&opts.root, opts.allow_dirty)?;
+    let (rev, _) = manifest::git_state(&opts.root);
+    // Dirty means a file this run measures differs from HEAD; nothing else.
+    let dirty =
+        !crate::run::provenance::check_clean(&opts.root, opts.allow_dirty, spec_path, spec, opts.scale)?.is_empty();
     let before = Before {
         start,
         load: crate::run::provenance::load_average(),
@@ -380,7 +375,8 @@ pub(crate) fn cell_damage(staging: &Path, p: &Planned) -> Option<String> {
     let mut n = 0;
     for (i, line) in text.lines().enumerate() {
         let failed = line.contains(&format!("\"{}\":\"{}\"", records::columns::KIND, records::runner::BUILD_FAILED));
-        let decoded = if failed { serde_json::from_str::<Record>(line).map(drop) } else { p.experiment.check_record(line) };
+        let decoded =
+            if failed { serde_json::from_str::<Record>(line).map(drop) } else { p.experiment.check_record(line) };
         if let Err(e) = decoded {
             return Some(format!("{}:{}: {e}", path.display(), i + 1));
         }
@@ -627,7 +623,12 @@ pub(crate) fn assemble(
     };
     let load_after = crate::run::provenance::load_average();
     let dirty_diff = if dirty {
-        dataset::write_atomic(&staging.join("dirty.diff"), crate::run::provenance::diff(&opts.root)?.as_bytes())?;
+        let changed = crate::run::provenance::changed_among(
+            &opts.root,
+            &crate::run::provenance::measured_paths(&opts.root, spec_path, spec, opts.scale)?,
+        );
+        let diff = crate::run::provenance::diff_of(&opts.root, &changed)?;
+        dataset::write_atomic(&staging.join("dirty.diff"), diff.as_bytes())?;
         Some("dirty.diff".to_string())
     } else {
         None
@@ -802,7 +803,13 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
     let mut records = Vec::new();
     for (i, line) in stdout.lines().enumerate() {
         p.experiment.check_record(line).with_context(|| {
-            format!("cell {}: stdout line {} is not a {} record (log {})", p.id, i + 1, p.experiment, log_path.display())
+            format!(
+                "cell {}: stdout line {} is not a {} record (log {})",
+                p.id,
+                i + 1,
+                p.experiment,
+                log_path.display()
+            )
         })?;
         let mut r: Record = serde_json::from_str(line)
             .with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;

@@ -226,7 +226,7 @@ pub fn run(
         }
         return Ok(Done::DryRun);
     }
-    let (cells, staging, before) = runner::prepare(opts, spec)?;
+    let (cells, staging, before) = runner::prepare(opts, spec_path, spec)?;
     let pending: Vec<&Planned> = cells.iter().filter(|p| !runner::cell_done(&staging, &p.id)).collect();
     let resumed = cells.len() - pending.len();
     if !pending.is_empty() {
@@ -391,7 +391,7 @@ pub fn task(staging: &Path, index: usize) -> Result<()> {
 /// `workbench collect`: publishes a `--no-wait` submission once every cell
 /// has its records; otherwise says what is still queued or missing.
 pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<Outcome> {
-    let (cells, staging, _) = runner::prepare(opts, spec)?;
+    let (cells, staging, _) = runner::prepare(opts, spec_path, spec)?;
     let sub = read_submission(&staging)?.with_context(|| {
         format!(
             "{} at {} scale: nothing submitted (no {}); run `workbench run {} --slurm` first",

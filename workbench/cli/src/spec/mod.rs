@@ -160,7 +160,11 @@ impl Spec {
             let known: Vec<&str> = known.iter().map(|e| e.name()).collect();
             return bad(
                 "experiment",
-                format!("experiment {:?} does not run on target {:?}; its experiments: {known:?}", self.experiment.name(), self.target),
+                format!(
+                    "experiment {:?} does not run on target {:?}; its experiments: {known:?}",
+                    self.experiment.name(),
+                    self.target
+                ),
             );
         }
         let entry = self.entry();
@@ -239,8 +243,7 @@ impl Spec {
                 if !known.contains(&v.as_str()) {
                     return bad(&key, format!("unknown variant {v:?}; known: {known:?}"));
                 }
-                if self.entry().timed() && crate::spec::variants::counts_allocations(v)
-                {
+                if self.entry().timed() && crate::spec::variants::counts_allocations(v) {
                     return bad(
                         &key,
                         format!(
@@ -428,7 +431,10 @@ mod tests {
             assert_ne!(bad, text);
             let e = Spec::parse(&bad, Path::new("p.toml")).unwrap_err().to_string();
             assert!(
-                e.contains("p.toml") && e.contains(&format!("key `{scale}.params`")) && e.contains("rtt_usec") && e.contains("rtt_us"),
+                e.contains("p.toml")
+                    && e.contains(&format!("key `{scale}.params`"))
+                    && e.contains("rtt_usec")
+                    && e.contains("rtt_us"),
                 "{e}"
             );
         }

@@ -132,7 +132,15 @@ pub const VARIANTS: &[Build] = &[
         codegen: REFERENCE,
     },
     // The build stages: release is opt-level 3 without cross-crate LTO, 16 codegen units.
-    Build { name: "o3", features: &[], allocator: GLIBC, profile_env: &[], pgo: false, bolt: false, codegen: BASELINE },
+    Build {
+        name: "o3",
+        features: &[],
+        allocator: GLIBC,
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+        codegen: REFERENCE,
+    },
     Build {
         name: "thinlto",
         features: &[],

@@ -12,7 +12,6 @@ use super::{Cell, Records};
 use anyhow::{bail, Context, Result};
 use records::server::build_stages::{Binary, Params, Written};
 
-
 pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
     if !p.chdb.is_empty() {
         bail!("{}: params.chdb: the build stages compare our builds only", cell.experiment);

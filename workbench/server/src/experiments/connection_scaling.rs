@@ -13,13 +13,12 @@
 
 use super::{open_files_limit, ping_once, progress, Cell, Records, ServerChild};
 use anyhow::{bail, Context, Result};
-use records::server::connection_scaling::{Params, Failed, Ours, Peer, PeerKind, Theirs};
+use records::server::connection_scaling::{Failed, Ours, Params, Peer, PeerKind, Theirs};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
 
 /// The query every connection sends once, on both servers: one row of a
 /// one-row table (our SQL needs a FROM, so `SELECT 1` would not be the same

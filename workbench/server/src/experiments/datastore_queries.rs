@@ -15,12 +15,11 @@
 use super::{progress, Cell, Records};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::datastore_queries::{Params, Floor, Memory, Query, Record, Table};
+use records::server::datastore_queries::{Floor, Memory, Params, Query, Record, Table};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
-
 
 pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
     let (rows, batch, runs) = (p.rows, p.batch, p.runs);

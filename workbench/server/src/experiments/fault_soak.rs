@@ -57,7 +57,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-
 const BIG: &[u8] = b"SELECT * FROM t";
 
 /// Statuses seen, by act.

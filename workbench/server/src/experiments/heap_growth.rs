@@ -20,7 +20,6 @@ use crate::workload;
 use anyhow::{bail, Context, Result};
 use records::server::server_heap_growth::{Params, Record, Sample};
 
-
 pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
     let workloads: Vec<String> = p.workloads.clone();
     let ping_queries: u64 = p.queries;

@@ -28,7 +28,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-
 struct Params {
     background: usize,
     ping_every: Duration,

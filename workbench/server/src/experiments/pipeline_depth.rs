@@ -18,7 +18,6 @@ use anyhow::{bail, Result};
 use records::server::pipeline_depth::{Chain as Timed, Params, Ratio, Record};
 use std::time::{Duration, Instant};
 
-
 type Chain = fn(&mut Client, usize) -> Result<u64, ClientError>;
 
 pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {

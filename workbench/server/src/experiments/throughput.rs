@@ -49,7 +49,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-
 pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
     let (rows, seconds, rounds, batch) = (p.rows, p.seconds, p.rounds, p.batch);
     let levels: Vec<usize> = p.concurrency.clone();

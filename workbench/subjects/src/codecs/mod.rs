@@ -16,7 +16,6 @@
 
 use crate::vote::VoteData;
 use anyhow::Result;
-use registry;
 
 pub mod capnp;
 pub mod flatbuffers;

@@ -10,7 +10,6 @@
 use crate::codecs::{self, Codec, WithCodec};
 use crate::transports::{self, Transport, WithTransport};
 use anyhow::{anyhow, Result};
-use registry;
 use probe::Cell;
 use std::io::Write;
 
