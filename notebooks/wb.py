@@ -29,7 +29,19 @@ def latest(experiment: str, scale: str = "quick", run: str | None = None) -> pat
 
 
 def records(run: pathlib.Path) -> pl.DataFrame:
-    return pl.read_parquet(run / "records.parquet")
+    """A run's records. A record may stand for `repeat` identical ones
+    (transport-alloc writes a run of equal round trips as one); datasets
+    without the column get it as 1, so every mean can weigh by it (`mean`)."""
+    df = pl.read_parquet(run / "records.parquet")
+    if "repeat" not in df.columns:
+        df = df.with_columns(pl.lit(1, dtype=pl.UInt64).alias("repeat"))
+    return df
+
+
+def mean(col: str) -> pl.Expr:
+    """The mean of `col` over what the records stand for: each weighs its `repeat`."""
+    weight = pl.col("repeat").filter(pl.col(col).is_not_null())
+    return ((pl.col(col) * pl.col("repeat")).sum() / weight.sum()).alias(col)
 
 
 def manifest(run: pathlib.Path) -> dict:

@@ -119,4 +119,6 @@ pub mod columns {
     pub const CODEC: &str = "codec";
     pub const PAYLOAD: &str = "payload";
     pub const KIND: &str = "kind";
+    /// How many identical records one stands for ([`crate::subject::RoundTrip::repeat`]).
+    pub const REPEAT: &str = "repeat";
 }

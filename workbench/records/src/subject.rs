@@ -159,6 +159,54 @@ pub struct RoundTrip {
     pub server_allocs: Option<u64>,
     pub server_bytes: Option<u64>,
     pub other_allocs: Option<u64>,
+    /// How many consecutive round trips this record stands for, each with
+    /// these counts: transport-alloc writes a run of equal round trips as
+    /// one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
+    /// mean and sum of its counts weighs by this). 1 when absent.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(v: &u64) -> bool {
+    *v == 1
+}
+
+impl RoundTrip {
+    /// Whether two round trips have the same counts (what a run of them shares).
+    fn same_counts(&self, o: &RoundTrip) -> bool {
+        (self.allocs, self.bytes, self.client_allocs, self.client_bytes)
+            == (o.allocs, o.bytes, o.client_allocs, o.client_bytes)
+            && (self.server_allocs, self.server_bytes, self.other_allocs)
+                == (o.server_allocs, o.server_bytes, o.other_allocs)
+    }
+
+    /// `rows` with each run of consecutive round trips of equal counts as
+    /// one record: the first's index, `repeat` = the run's length, `ns` their
+    /// mean (rounded), no service time. What a table of counts reads (their
+    /// mean, min and max, their sums) is unchanged; a steady stack's 100,000
+    /// round trips become a handful of records.
+    pub fn runs(rows: Vec<RoundTrip>) -> Vec<RoundTrip> {
+        let mut out: Vec<RoundTrip> = Vec::new();
+        let mut ns_sum: u128 = 0;
+        for r in rows {
+            match out.last_mut() {
+                Some(last) if last.same_counts(&r) => {
+                    last.repeat += r.repeat;
+                    ns_sum += u128::from(r.ns) * u128::from(r.repeat);
+                    last.ns = (ns_sum / u128::from(last.repeat)) as u64;
+                }
+                _ => {
+                    ns_sum = u128::from(r.ns) * u128::from(r.repeat);
+                    out.push(RoundTrip { service_ns: None, ..r });
+                }
+            }
+        }
+        out
+    }
 }
 
 impl crate::Compared for AllocProfile {
@@ -176,10 +224,55 @@ impl crate::Compared for CodecSpeed {
         crate::Columns { keys: &["implementation", "op"], counts: &[], times: &["ns_per_op"] };
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(msg: u64, allocs: u64, ns: u64) -> RoundTrip {
+        RoundTrip {
+            msg,
+            allocs: Some(allocs),
+            bytes: Some(allocs * 10),
+            ns,
+            service_ns: Some(1),
+            client_allocs: Some(allocs),
+            client_bytes: None,
+            server_allocs: Some(0),
+            server_bytes: None,
+            other_allocs: Some(0),
+            repeat: 1,
+        }
+    }
+
+    #[test]
+    fn runs_of_equal_counts_keep_every_mean_sum_min_and_max() {
+        let rows = vec![rt(0, 5, 10), rt(1, 5, 20), rt(2, 5, 30), rt(3, 7, 40), rt(4, 5, 50), rt(5, 5, 70)];
+        let runs = RoundTrip::runs(rows.clone());
+        assert_eq!(
+            runs.iter().map(|r| (r.msg, r.repeat, r.ns)).collect::<Vec<_>>(),
+            [(0, 3, 20), (3, 1, 40), (4, 2, 60)]
+        );
+        let weighted: u64 = runs.iter().map(|r| r.allocs.unwrap() * r.repeat).sum();
+        assert_eq!(weighted, rows.iter().map(|r| r.allocs.unwrap()).sum::<u64>());
+        assert_eq!(runs.iter().map(|r| r.repeat).sum::<u64>(), rows.len() as u64);
+        // Written without `repeat` when 1, read back as 1 when absent.
+        let one = serde_json::to_string(&runs[1]).unwrap();
+        assert!(!one.contains("repeat"), "{one}");
+        assert_eq!(serde_json::from_str::<RoundTrip>(&one).unwrap().repeat, 1);
+        assert!(serde_json::to_string(&runs[0]).unwrap().contains("\"repeat\":3"));
+    }
+}
+
 impl crate::Compared for RoundTrip {
     const COLUMNS: crate::Columns = crate::Columns {
         keys: &[],
         counts: &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs"],
         times: &["ns"],
     };
+}
+
+impl RoundTrip {
+    /// What compares of transport-alloc, which writes runs ([`RoundTrip::runs`]):
+    /// the counts alone (a run's `ns` is a mean, no sample of one round trip).
+    pub const RUNS_COLUMNS: crate::Columns = crate::Columns { times: &[], ..<RoundTrip as crate::Compared>::COLUMNS };
 }

@@ -279,10 +279,10 @@ impl Experiment {
             Experiment::AllocProfile => c::AllocProfile::COLUMNS,
             Experiment::HeapGrowth | Experiment::TransportHeapGrowth => c::HeapGrowth::COLUMNS,
             Experiment::CodecSpeed | Experiment::InstrumentationCost => c::CodecSpeed::COLUMNS,
-            Experiment::TransportAlloc
-            | Experiment::RoundtripLatency
-            | Experiment::RoundtripLatencyAwake
-            | Experiment::RoundtripLatencyOpen => c::RoundTrip::COLUMNS,
+            Experiment::TransportAlloc => c::RoundTrip::RUNS_COLUMNS,
+            Experiment::RoundtripLatency | Experiment::RoundtripLatencyAwake | Experiment::RoundtripLatencyOpen => {
+                c::RoundTrip::COLUMNS
+            }
             Experiment::DatastoreQueries => s::datastore_queries::Record::COLUMNS,
             Experiment::BuildStages => s::build_stages::Record::COLUMNS,
             Experiment::ConnectionScaling => s::connection_scaling::Record::COLUMNS,

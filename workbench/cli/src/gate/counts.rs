@@ -53,9 +53,14 @@ fn typed<R: DeserializeOwned>(records: &[Record]) -> Result<Vec<R>> {
 }
 
 fn add(out: &mut Counts, metric: String, value: Option<u64>) {
+    add_n(out, metric, value, 1);
+}
+
+/// [`add`] for a record that stands for `n` identical ones.
+fn add_n(out: &mut Counts, metric: String, value: Option<u64>, n: u64) {
     let c = out.entry(metric).or_insert(Count { value: 0, per: 0 });
-    c.value += value.unwrap_or(0);
-    c.per += 1;
+    c.value += value.unwrap_or(0) * n;
+    c.per += n;
 }
 
 /// Per phase: allocation calls and bytes over the cell's messages.
@@ -72,11 +77,12 @@ fn alloc_profile(records: &[Record]) -> Result<Counts> {
 fn transport_alloc(records: &[Record]) -> Result<Counts> {
     let mut out = Counts::new();
     for r in typed::<RoundTrip>(records)? {
-        add(&mut out, "allocs".into(), r.allocs);
-        add(&mut out, "bytes".into(), r.bytes);
-        add(&mut out, "client.allocs".into(), r.client_allocs);
-        add(&mut out, "server.allocs".into(), r.server_allocs);
-        add(&mut out, "other.allocs".into(), r.other_allocs);
+        let n = r.repeat;
+        add_n(&mut out, "allocs".into(), r.allocs, n);
+        add_n(&mut out, "bytes".into(), r.bytes, n);
+        add_n(&mut out, "client.allocs".into(), r.client_allocs, n);
+        add_n(&mut out, "server.allocs".into(), r.server_allocs, n);
+        add_n(&mut out, "other.allocs".into(), r.other_allocs, n);
     }
     Ok(out)
 }

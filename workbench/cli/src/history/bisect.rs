@@ -95,8 +95,19 @@ pub fn value_in(dir: &Path, cell: &Planned, metric: &str, filters: &[(String, St
         bail!("`{metric}` is {} in {}: bisection compares exact counts", col.dtype(), dir.display());
     }
     let c = col.cast(&polars::prelude::DataType::UInt64)?;
-    let vals: Vec<u64> = c.u64()?.iter().flatten().collect();
-    Ok(Value { sum: vals.iter().map(|&x| u128::from(x)).sum(), records: vals.len() })
+    // A record that stands for several identical ones (`repeat`) counts as many.
+    let repeat: Vec<u64> = match rows.column(records::columns::REPEAT) {
+        Ok(r) => r.cast(&polars::prelude::DataType::UInt64)?.u64()?.iter().map(|k| k.unwrap_or(1)).collect(),
+        Err(_) => vec![1; rows.height()],
+    };
+    let (mut sum, mut n) = (0u128, 0usize);
+    for (x, k) in c.u64()?.iter().zip(repeat) {
+        if let Some(x) = x {
+            sum += u128::from(x) * u128::from(k);
+            n += k as usize;
+        }
+    }
+    Ok(Value { sum, records: n })
 }
 
 /// What `workbench bisect` asks.

@@ -372,6 +372,7 @@ pub fn load(dir: &Path) -> Result<Run> {
     let manifest = crate::data::dataset::load_run_manifest(dir)?;
     let (keys, c) = columns_of(&manifest.experiment)?;
     let mut columns: Vec<&str> = keys.iter().chain(c.counts).chain(c.times).copied().collect();
+    columns.push(records::columns::REPEAT);
     if !columns.contains(&records::columns::VARIANT) {
         columns.push(records::columns::VARIANT);
     }
@@ -437,14 +438,19 @@ fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<
     // the builds that count exactly (dhat, events), timings from the others.
     let dhat: Vec<bool> =
         (0..firsts.len()).map(|j| crate::spec::variants::counts_exactly(&get(records::columns::VARIANT, j))).collect();
+    // A record that stands for several identical ones (`repeat`) counts as many.
+    let repeat: Vec<u64> = match df.column(records::columns::REPEAT) {
+        Ok(c) => c.cast(&DataType::UInt64)?.u64()?.iter().map(|r| r.unwrap_or(1)).collect(),
+        Err(_) => vec![1; height],
+    };
     let mut sums: Vec<Vec<(u128, usize)>> = Vec::new();
     for c in cols.counts.iter().filter(|c| has(c)) {
         let mut per_cell = vec![(0u128, 0usize); firsts.len()];
         let v = df.column(c)?.cast(&DataType::UInt64)?;
-        for (x, &cell) in v.u64()?.iter().zip(&cell_of_row) {
+        for ((x, &cell), &k) in v.u64()?.iter().zip(&cell_of_row).zip(&repeat) {
             if let (Some(x), true) = (x, dhat[cell as usize]) {
-                per_cell[cell as usize].0 += x as u128;
-                per_cell[cell as usize].1 += 1;
+                per_cell[cell as usize].0 += x as u128 * k as u128;
+                per_cell[cell as usize].1 += k as usize;
             }
         }
         sums.push(per_cell);

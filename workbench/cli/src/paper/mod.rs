@@ -20,7 +20,7 @@
 pub mod claims;
 
 use crate::report::codec_speed::TARGET_CPU;
-use crate::report::tables::{self, display_name, Table};
+use crate::report::tables::{self, col, Table};
 use crate::report::Analysis;
 use crate::spec::variants;
 use crate::spec::Scale;
@@ -31,11 +31,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One prose number: the headline of a table cell (the text before any
-/// ` [min, max]`), found by the row's stack and payload and the column's header.
+/// ` [min, max]`), found by the row's keys (the stack's registered name, the
+/// payload in bytes: [`tables::TableCell::key`]) and the column's header
+/// constant ([`tables::col`]), never by a rendered label.
 pub struct Macro {
     pub name: &'static str,
     pub table: &'static str,
-    /// Codec or stack key (shown through [`display_name`]) and payload in bytes.
+    /// The codec's or stack's registered name and the payload in bytes.
     pub row: (&'static str, u64),
     pub column: &'static str,
     /// The build's instruction set ([`variants::target_cpu`]), where a table
@@ -62,50 +64,50 @@ const fn m_cpu(
 
 /// Every prose number of the paper. NOTE: LaTeX macro names are letters only.
 pub const MACROS: &[Macro] = &[
-    m("zapEncAllocs", "alloc-profile", "zap", 0, "Allocs (enc)"),
-    m("zapDecAllocs", "alloc-profile", "zap", 0, "Allocs (dec)"),
-    m("zapBytesOp", "alloc-profile", "zap", 0, "B/op"),
-    m("flatbuffersEncAllocs", "alloc-profile", "flatbuffers", 0, "Allocs (enc)"),
-    m("capnpEncAllocs", "alloc-profile", "capnp", 0, "Allocs (enc)"),
-    m("capnpBytesOp", "alloc-profile", "capnp", 0, "B/op"),
-    m("capnpScratchEncAllocs", "alloc-profile", "capnp-scratch", 0, "Allocs (enc)"),
-    m("protobufRTAllocs", "alloc-profile", "protobuf", 64, "Allocs/RT"),
-    m("protobufBytesOp", "alloc-profile", "protobuf", 64, "B/op"),
-    m("jsonRTAllocs", "alloc-profile", "json-rpc", 64, "Allocs/RT"),
-    m("jsonBytesOp", "alloc-profile", "json-rpc", 64, "B/op"),
-    m("heapMessages", "heap-growth", "zap", 0, "Messages"),
-    m("zapHeapTotal", "heap-growth", "zap", 0, "Total allocated"),
-    m("zapHeapSteady", "heap-growth", "zap", 0, "Steady alloc/M msgs"),
-    m("jsonHeapTotal", "heap-growth", "json-rpc", 0, "Total allocated"),
-    m("jsonPeakHeap", "heap-growth", "json-rpc", 0, "Peak heap"),
-    m("zapTcpAllocsRT", "transport-alloc", "zap-tcp", 0, "Allocs/RT"),
-    m("grpcAllocsRT", "transport-alloc", "grpc", 0, "Allocs/RT"),
-    m("grpcBytesRT", "transport-alloc", "grpc", 0, "B/RT"),
-    m("quicAllocsRT", "transport-alloc", "quic", 0, "Allocs/RT"),
-    m("transportMessages", "transport-heap-growth", "zap-tcp", 0, "Messages"),
-    m("zapTcpHeapSteady", "transport-heap-growth", "zap-tcp", 0, "Steady alloc/M msgs"),
-    m("grpcHeapTotal", "transport-heap-growth", "grpc", 0, "Total allocated"),
-    m("floorIdle", "roundtrip-latency", "raw-tcp", 0, "p50"),
-    m("zapIdle", "roundtrip-latency", "zap-tcp", 0, "p50"),
-    m("zapIdleTimesFloor", "roundtrip-latency", "zap-tcp", 0, "× floor"),
-    m("floorAwake", "roundtrip-latency-awake", "raw-tcp", 0, "p50"),
-    m("zapAwake", "roundtrip-latency-awake", "zap-tcp", 0, "p50"),
-    m("zapAwakeTimesFloor", "roundtrip-latency-awake", "zap-tcp", 0, "× floor"),
-    m("zapAwakeAboveFloor", "roundtrip-latency-awake", "zap-tcp", 0, "above floor (µs)"),
-    m("floorOpen", "roundtrip-latency-open", "raw-tcp", 0, "p50"),
-    m("zapOpen", "roundtrip-latency-open", "zap-tcp", 0, "p50"),
-    m("zapEncodeNs", "codec-speed", "zap", 64, "Encode ns/op"),
-    m("zapDecodeNs", "codec-speed", "zap", 64, "Decode ns/op"),
-    m("zapAAEnc", "codec-speed", "zap", 1024, "Enc vs ZAP"),
-    m("flatbuffersEncVsZap", "codec-speed", "flatbuffers", 64, "Enc vs ZAP"),
-    m("zapBareEncVsMemcpy", "codec-speed", "zap", 0, "Enc vs memcpy"),
-    m("zapBareDecVsMemcpy", "codec-speed", "zap", 0, "Dec vs memcpy"),
-    m("zapSixtyFourEncVsMemcpy", "codec-speed", "zap", 64, "Enc vs memcpy"),
-    m("zapSixtyFourDecVsMemcpy", "codec-speed", "zap", 64, "Dec vs memcpy"),
-    m_cpu("zapBareEncVsMemcpyBaseline", "codec-speed", "zap", 0, "x86-64", "Enc vs memcpy"),
-    m_cpu("zapBareDecVsMemcpyBaseline", "codec-speed", "zap", 0, "x86-64", "Dec vs memcpy"),
-    m_cpu("zapSixtyFourEncVsMemcpyBaseline", "codec-speed", "zap", 64, "x86-64", "Enc vs memcpy"),
-    m_cpu("zapSixtyFourDecVsMemcpyBaseline", "codec-speed", "zap", 64, "x86-64", "Dec vs memcpy"),
+    m("zapEncAllocs", "alloc-profile", "zap", 0, col::ALLOCS_ENC),
+    m("zapDecAllocs", "alloc-profile", "zap", 0, col::ALLOCS_DEC),
+    m("zapBytesOp", "alloc-profile", "zap", 0, col::B_OP),
+    m("flatbuffersEncAllocs", "alloc-profile", "flatbuffers", 0, col::ALLOCS_ENC),
+    m("capnpEncAllocs", "alloc-profile", "capnp", 0, col::ALLOCS_ENC),
+    m("capnpBytesOp", "alloc-profile", "capnp", 0, col::B_OP),
+    m("capnpScratchEncAllocs", "alloc-profile", "capnp-scratch", 0, col::ALLOCS_ENC),
+    m("protobufRTAllocs", "alloc-profile", "protobuf", 64, col::ALLOCS_RT),
+    m("protobufBytesOp", "alloc-profile", "protobuf", 64, col::B_OP),
+    m("jsonRTAllocs", "alloc-profile", "json-rpc", 64, col::ALLOCS_RT),
+    m("jsonBytesOp", "alloc-profile", "json-rpc", 64, col::B_OP),
+    m("heapMessages", "heap-growth", "zap", 0, col::MESSAGES),
+    m("zapHeapTotal", "heap-growth", "zap", 0, col::TOTAL_ALLOCATED),
+    m("zapHeapSteady", "heap-growth", "zap", 0, col::STEADY),
+    m("jsonHeapTotal", "heap-growth", "json-rpc", 0, col::TOTAL_ALLOCATED),
+    m("jsonPeakHeap", "heap-growth", "json-rpc", 0, col::PEAK_HEAP),
+    m("zapTcpAllocsRT", "transport-alloc", "zap-tcp", 0, col::ALLOCS_RT),
+    m("grpcAllocsRT", "transport-alloc", "grpc", 0, col::ALLOCS_RT),
+    m("grpcBytesRT", "transport-alloc", "grpc", 0, col::B_RT),
+    m("quicAllocsRT", "transport-alloc", "quic", 0, col::ALLOCS_RT),
+    m("transportMessages", "transport-heap-growth", "zap-tcp", 0, col::MESSAGES),
+    m("zapTcpHeapSteady", "transport-heap-growth", "zap-tcp", 0, col::STEADY),
+    m("grpcHeapTotal", "transport-heap-growth", "grpc", 0, col::TOTAL_ALLOCATED),
+    m("floorIdle", "roundtrip-latency", "raw-tcp", 0, col::P50),
+    m("zapIdle", "roundtrip-latency", "zap-tcp", 0, col::P50),
+    m("zapIdleTimesFloor", "roundtrip-latency", "zap-tcp", 0, col::TIMES_FLOOR),
+    m("floorAwake", "roundtrip-latency-awake", "raw-tcp", 0, col::P50),
+    m("zapAwake", "roundtrip-latency-awake", "zap-tcp", 0, col::P50),
+    m("zapAwakeTimesFloor", "roundtrip-latency-awake", "zap-tcp", 0, col::TIMES_FLOOR),
+    m("zapAwakeAboveFloor", "roundtrip-latency-awake", "zap-tcp", 0, col::ABOVE_FLOOR),
+    m("floorOpen", "roundtrip-latency-open", "raw-tcp", 0, col::P50),
+    m("zapOpen", "roundtrip-latency-open", "zap-tcp", 0, col::P50),
+    m("zapEncodeNs", "codec-speed", "zap", 64, col::ENCODE_NS),
+    m("zapDecodeNs", "codec-speed", "zap", 64, col::DECODE_NS),
+    m("zapAAEnc", "codec-speed", "zap", 1024, col::ENC_VS_ZAP),
+    m("flatbuffersEncVsZap", "codec-speed", "flatbuffers", 64, col::ENC_VS_ZAP),
+    m("zapBareEncVsMemcpy", "codec-speed", "zap", 0, col::ENC_VS_MEMCPY),
+    m("zapBareDecVsMemcpy", "codec-speed", "zap", 0, col::DEC_VS_MEMCPY),
+    m("zapSixtyFourEncVsMemcpy", "codec-speed", "zap", 64, col::ENC_VS_MEMCPY),
+    m("zapSixtyFourDecVsMemcpy", "codec-speed", "zap", 64, col::DEC_VS_MEMCPY),
+    m_cpu("zapBareEncVsMemcpyBaseline", "codec-speed", "zap", 0, "x86-64", col::ENC_VS_MEMCPY),
+    m_cpu("zapBareDecVsMemcpyBaseline", "codec-speed", "zap", 0, "x86-64", col::DEC_VS_MEMCPY),
+    m_cpu("zapSixtyFourEncVsMemcpyBaseline", "codec-speed", "zap", 64, "x86-64", col::ENC_VS_MEMCPY),
+    m_cpu("zapSixtyFourDecVsMemcpyBaseline", "codec-speed", "zap", 64, "x86-64", col::DEC_VS_MEMCPY),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is
@@ -134,14 +136,17 @@ pub fn chosen_of(analyses: &[Analysis]) -> BTreeMap<String, Table> {
 pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     let t = tables.get(mac.table)?;
     let col = t.header.iter().position(|h| *h == mac.column)?;
-    let (name, payload) = (display_name(mac.row.0), fmt::bytes(mac.row.1 as f64));
+    // A row is found by its cells' keys (the registered name, the payload
+    // in bytes, the instruction set), never by how they are rendered.
+    let key = |c: Option<&tables::TableCell>| c.and_then(|c| c.key.clone());
+    let (name, payload) = (mac.row.0.to_string(), mac.row.1.to_string());
     let cpu_col = t.header.iter().position(|h| *h == TARGET_CPU);
     let cpu = mac.cpu.unwrap_or(variants::REFERENCE.label);
     let row = t.rows.iter().find(|r| {
-        r.first().map(|c| &c.text) == Some(&name)
-            && r.get(1).map(|c| &c.text) == Some(&payload)
+        key(r.first()) == Some(name.clone())
+            && key(r.get(1)) == Some(payload.clone())
             && match cpu_col {
-                Some(i) => r.get(i).is_some_and(|c| c.text == cpu),
+                Some(i) => key(r.get(i)).is_some_and(|c| c == cpu),
                 None => mac.cpu.is_none(),
             }
     })?;
@@ -153,7 +158,7 @@ fn build_not_run(tables: &BTreeMap<String, Table>, mac: &Macro) -> bool {
     let Some(cpu) = mac.cpu else { return false };
     let Some(t) = tables.get(mac.table) else { return true };
     match t.header.iter().position(|h| *h == TARGET_CPU) {
-        Some(i) => !t.rows.iter().any(|r| r.get(i).is_some_and(|c| c.text == cpu)),
+        Some(i) => !t.rows.iter().any(|r| r.get(i).and_then(|c| c.key.as_deref()) == Some(cpu)),
         None => true,
     }
 }

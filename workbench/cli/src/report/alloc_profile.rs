@@ -51,8 +51,8 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
                 _ => None,
             };
             rows.push(row![
-                display_name(codec),
-                fmt::bytes(payload as f64),
+                crate::report::tables::TableCell::keyed(display_name(codec), codec),
+                crate::report::tables::TableCell::keyed(fmt::bytes(payload as f64), payload),
                 dist(enc.allocs.mean_stats()),
                 dist(dec.allocs.mean_stats()),
                 opt_bytes(bop),
@@ -79,11 +79,11 @@ pub fn alloc_profile(run: &Run) -> Result<Table> {
         header: vec![
             "Protocol",
             "Payload",
-            "Allocs (enc)",
-            "Allocs (dec)",
-            "B/op",
-            "Allocs/RT",
-            "B/RT",
+            crate::report::tables::col::ALLOCS_ENC,
+            crate::report::tables::col::ALLOCS_DEC,
+            crate::report::tables::col::B_OP,
+            crate::report::tables::col::ALLOCS_RT,
+            crate::report::tables::col::B_RT,
             "B/op (jemalloc)",
         ],
         rows,

@@ -63,8 +63,8 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
                     None => dash().into(),
                 };
                 let mut r = row![
-                    display_name(codec),
-                    fmt::bytes(payload as f64),
+                    crate::report::tables::TableCell::keyed(display_name(codec), codec),
+                    crate::report::tables::TableCell::keyed(fmt::bytes(payload as f64), payload),
                     opt_count(stats_of(&wire).map(|s| s.0)),
                     ns_dist(stats_of(&e)),
                     ns_dist(stats_of(&d)),
@@ -74,7 +74,8 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
                     ratio(median_ratio(&d, &m)?),
                 ];
                 if several {
-                    r.insert(2, run.manifest.target_cpu(variant).into());
+                    let cpu = run.manifest.target_cpu(variant);
+                    r.insert(2, crate::report::tables::TableCell::keyed(cpu, cpu));
                 }
                 rows.push(r);
             }
@@ -84,12 +85,12 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
         "Protocol",
         "Payload",
         "Wire bytes",
-        "Encode ns/op",
-        "Decode ns/op",
-        "Enc vs ZAP",
-        "Dec vs ZAP",
-        "Enc vs memcpy",
-        "Dec vs memcpy",
+        crate::report::tables::col::ENCODE_NS,
+        crate::report::tables::col::DECODE_NS,
+        crate::report::tables::col::ENC_VS_ZAP,
+        crate::report::tables::col::DEC_VS_ZAP,
+        crate::report::tables::col::ENC_VS_MEMCPY,
+        crate::report::tables::col::DEC_VS_MEMCPY,
     ];
     let builds = if several {
         header.insert(2, TARGET_CPU);

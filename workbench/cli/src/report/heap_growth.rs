@@ -69,8 +69,8 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
                 .collect();
             let rate = |f: fn(&HeapGrowth) -> Option<u64>| steady_rate(samples.iter().map(|r| (r.messages, f(r))));
             rows.push(row![
-                display_name(codec),
-                fmt::bytes(payload as f64),
+                crate::report::tables::TableCell::keyed(display_name(codec), codec),
+                crate::report::tables::TableCell::keyed(fmt::bytes(payload as f64), payload),
                 opt_count(n),
                 opt_bytes(median_of(d(), |r| r.cum_bytes)),
                 opt_bytes(rate(|r| r.cum_bytes)),
@@ -108,10 +108,10 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
         header: vec![
             "Stack",
             "Payload",
-            "Messages",
-            "Total allocated",
-            "Steady alloc/M msgs",
-            "Peak heap",
+            crate::report::tables::col::MESSAGES,
+            crate::report::tables::col::TOTAL_ALLOCATED,
+            crate::report::tables::col::STEADY,
+            crate::report::tables::col::PEAK_HEAP,
             "Allocator calls",
             "Steady calls/M msgs",
             "Peak RSS",

@@ -128,8 +128,8 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
                 _ => (dash(), dash()),
             };
             rows.push(row![
-                display_name(t),
-                fmt::bytes(payload as f64),
+                crate::report::tables::TableCell::keyed(display_name(t), t),
+                crate::report::tables::TableCell::keyed(fmt::bytes(payload as f64), payload),
                 fmt::thousands(v.len() as u64),
                 us(50.0),
                 times,
@@ -159,7 +159,18 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
             builds(run),
             run.manifest.profile
         ),
-        header: vec!["Stack", "Payload", "n", "p50", "× floor", "above floor (µs)", "p95", "p99", "p99.9", "max"],
+        header: vec![
+            "Stack",
+            "Payload",
+            "n",
+            crate::report::tables::col::P50,
+            crate::report::tables::col::TIMES_FLOOR,
+            crate::report::tables::col::ABOVE_FLOOR,
+            "p95",
+            "p99",
+            "p99.9",
+            "max",
+        ],
         rows,
         source: source_of(run),
     })
@@ -271,6 +282,7 @@ mod tests {
             server_allocs: None,
             server_bytes: None,
             other_allocs: None,
+            repeat: 1,
         };
         let mut rows = Vec::new();
         for (rep, ns) in [(0, 30_000), (0, 40_000), (1, 50_000)] {

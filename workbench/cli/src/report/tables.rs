@@ -33,18 +33,51 @@ pub struct Table {
 pub struct TableCell {
     pub text: String,
     pub range: Option<(String, String)>,
+    /// What a row is found by, in the cells that name it: the codec's or
+    /// stack's registered name, the payload in bytes, the instruction set
+    /// (the paper's macros read these, never the rendered label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl TableCell {
     /// A headline with the range of the values it summarises.
     pub fn ranged(text: String, lo: String, hi: String) -> TableCell {
-        TableCell { text, range: Some((lo, hi)) }
+        TableCell { text, range: Some((lo, hi)), key: None }
     }
+
+    /// A cell that names its row: shown as `text`, found by `key`.
+    pub fn keyed(text: impl Into<String>, key: impl ToString) -> TableCell {
+        TableCell { text: text.into(), range: None, key: Some(key.to_string()) }
+    }
+}
+
+/// Column headers that the paper's macros read, defined once for the
+/// tables that show them and the macros that name them.
+pub mod col {
+    pub const ALLOCS_ENC: &str = "Allocs (enc)";
+    pub const ALLOCS_DEC: &str = "Allocs (dec)";
+    pub const B_OP: &str = "B/op";
+    pub const ALLOCS_RT: &str = "Allocs/RT";
+    pub const B_RT: &str = "B/RT";
+    pub const MESSAGES: &str = "Messages";
+    pub const TOTAL_ALLOCATED: &str = "Total allocated";
+    pub const STEADY: &str = "Steady alloc/M msgs";
+    pub const PEAK_HEAP: &str = "Peak heap";
+    pub const P50: &str = "p50";
+    pub const TIMES_FLOOR: &str = "× floor";
+    pub const ABOVE_FLOOR: &str = "above floor (µs)";
+    pub const ENCODE_NS: &str = "Encode ns/op";
+    pub const DECODE_NS: &str = "Decode ns/op";
+    pub const ENC_VS_ZAP: &str = "Enc vs ZAP";
+    pub const DEC_VS_ZAP: &str = "Dec vs ZAP";
+    pub const ENC_VS_MEMCPY: &str = "Enc vs memcpy";
+    pub const DEC_VS_MEMCPY: &str = "Dec vs memcpy";
 }
 
 impl From<String> for TableCell {
     fn from(text: String) -> TableCell {
-        TableCell { text, range: None }
+        TableCell { text, range: None, key: None }
     }
 }
 
@@ -127,7 +160,22 @@ pub(crate) fn summary(
 /// true cost per operation, where a median hides periodic allocations (one
 /// every 20 operations is 0.05 per operation, and a median of 0).
 pub fn mean_stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
-    summary(df, col, |s| s.mean())
+    let Ok(weights) = df.column(records::columns::REPEAT) else {
+        return summary(df, col, |s| s.mean());
+    };
+    // Records that stand for several identical ones weigh as many.
+    let Some((_, min, max)) = summary(df, col, |s| s.mean())? else { return Ok(None) };
+    let v = df.column(col)?.as_materialized_series().cast(&DataType::Float64)?;
+    let w = weights.as_materialized_series().cast(&DataType::Float64)?;
+    let (mut sum, mut n) = (0.0, 0.0);
+    for (x, k) in v.f64()?.iter().zip(w.f64()?.iter()) {
+        if let Some(x) = x {
+            let k = k.unwrap_or(1.0);
+            sum += x * k;
+            n += k;
+        }
+    }
+    Ok((n > 0.0).then(|| (sum / n, min, max)))
 }
 
 /// Growth per million messages between the first sample after the start
@@ -230,13 +278,22 @@ pub struct Acc {
 
 impl Acc {
     pub fn push(&mut self, v: Option<u64>) {
+        self.push_n(v, 1);
+    }
+
+    /// `v`, `n` times (a record that stands for `n` identical ones:
+    /// [`records::subject::RoundTrip::repeat`]).
+    pub fn push_n(&mut self, v: Option<u64>, n: u64) {
         let Some(v) = v else { return };
+        if n == 0 {
+            return;
+        }
         let v = v as f64;
         if self.n == 0 {
             (self.min, self.max) = (v, v);
         }
-        self.n += 1;
-        self.sum += v;
+        self.n += n;
+        self.sum += v * n as f64;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }

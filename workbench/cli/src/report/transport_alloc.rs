@@ -40,7 +40,7 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
         let r = r?;
         let accs = cells.entry((r.cell.codec.unwrap_or(""), r.cell.payload(), r.cell.variant)).or_default();
         for (acc, f) in accs.iter_mut().zip(FIELDS) {
-            acc.push(f(&r.record));
+            acc.push_n(f(&r.record), r.record.repeat);
         }
     }
     let mut rows = Vec::new();
@@ -50,8 +50,8 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
                 |variant: &'static str| cells.get(&(t.as_str(), payload as u64, variant)).copied().unwrap_or_default();
             let (d, j) = (cell("dhat"), cell("jemalloc"));
             rows.push(row![
-                display_name(t),
-                fmt::bytes(payload as f64),
+                crate::report::tables::TableCell::keyed(display_name(t), t),
+                crate::report::tables::TableCell::keyed(fmt::bytes(payload as f64), payload),
                 dist(d[ALLOCS].mean_stats()),
                 opt_bytes(d[BYTES].mean()),
                 dist(d[CLIENT_ALLOCS].mean_stats()),
@@ -80,8 +80,8 @@ pub fn transport_alloc(run: &Run) -> Result<Table> {
         header: vec![
             "Stack",
             "Payload",
-            "Allocs/RT",
-            "B/RT",
+            crate::report::tables::col::ALLOCS_RT,
+            crate::report::tables::col::B_RT,
             "Client allocs",
             "Client B",
             "Server allocs",
@@ -111,6 +111,7 @@ mod tests {
             server_allocs: Some(server),
             server_bytes: Some(server * 10),
             other_allocs: Some(allocs - client - server),
+            repeat: 1,
         }
     }
 
@@ -129,5 +130,18 @@ mod tests {
         assert_eq!(cell(&t, &key, "Server B"), fmt::bytes(75.0));
         assert_eq!(cell(&t, &key, "Other allocs"), fmt::count(1.5));
         assert_eq!(cell(&t, &key, "B/RT client (jemalloc)"), fmt::bytes(64.0));
+    }
+
+    #[test]
+    fn a_record_standing_for_a_run_weighs_as_its_round_trips() {
+        // Three round trips of 10 and one of 30: a mean of 15, not of 20.
+        let rows = vec![
+            (subject("grpc", 0, "dhat", 0), RoundTrip { repeat: 3, ..trip(10, 4, 5) }),
+            (subject("grpc", 0, "dhat", 0), trip(30, 12, 15)),
+        ];
+        let t = transport_alloc(&run("transport-alloc", None, &rows)).unwrap();
+        let key = [display_name("grpc"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "Allocs/RT"), fmt::count(15.0));
     }
 }

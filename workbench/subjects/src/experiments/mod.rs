@@ -37,7 +37,7 @@ pub enum OverCodecs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverTransports {
     HeapGrowth,
-    RoundTrip(roundtrip::Loop),
+    RoundTrip(roundtrip::Loop, roundtrip::Rows),
 }
 
 /// What one experiment runs.
@@ -52,7 +52,7 @@ pub enum Runs {
 /// a run function does not compile.
 pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
     use registry::Experiment as E;
-    use roundtrip::Loop;
+    use roundtrip::{Loop, Rows};
     use OverCodecs as C;
     use OverTransports as T;
     use Runs::{Codecs, Transports};
@@ -60,11 +60,11 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
         E::AllocProfile => Codecs(C::AllocProfile),
         E::HeapGrowth => Codecs(C::HeapGrowth),
         E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
-        E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed)),
+        E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed, Rows::Runs)),
         E::TransportHeapGrowth => Transports(T::HeapGrowth),
-        E::RoundtripLatency => Transports(T::RoundTrip(Loop::Closed)),
-        E::RoundtripLatencyAwake => Transports(T::RoundTrip(Loop::Awake)),
-        E::RoundtripLatencyOpen => Transports(T::RoundTrip(Loop::Open)),
+        E::RoundtripLatency => Transports(T::RoundTrip(Loop::Closed, Rows::Each)),
+        E::RoundtripLatencyAwake => Transports(T::RoundTrip(Loop::Awake, Rows::Each)),
+        E::RoundtripLatencyOpen => Transports(T::RoundTrip(Loop::Open, Rows::Each)),
         E::DatastoreQueries
         | E::BuildStages
         | E::ConnectionScaling
@@ -96,7 +96,7 @@ impl WithTransport for DispatchTransport<'_> {
     fn run<T: Transport>(self) -> Result<()> {
         match self.1 {
             OverTransports::HeapGrowth => heap_growth::run_transport::<T>(self.0),
-            OverTransports::RoundTrip(mode) => roundtrip::run::<T>(self.0, mode),
+            OverTransports::RoundTrip(mode, rows) => roundtrip::run::<T>(self.0, mode, rows),
         }
     }
 }

@@ -111,7 +111,19 @@ impl Drop for Awake {
     }
 }
 
-pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
+/// Which records a loop writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// One a round trip (the latency experiments: every latency counts).
+    Each,
+    /// One a run of consecutive round trips with equal counts
+    /// ([`RoundTrip::runs`]): transport-alloc, whose table, gate and
+    /// comparison read counts, and whose dataset would otherwise hold a
+    /// row for each of millions of round trips that repeat exactly.
+    Runs,
+}
+
+pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop, written: Rows) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;
     // Before the loop and the side tags: read once, never per round trip.
@@ -160,6 +172,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
                 server_allocs: side(|s| s.calls(Side::Server)),
                 server_bytes: side(|s| s.bytes(Side::Server)),
                 other_allocs: side(|s| s.calls(Side::Other)),
+                repeat: 1,
             });
         }
         if (i + 1) % step == 0 {
@@ -167,6 +180,11 @@ pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop) -> Result<()> {
         }
     }
     drop(t);
+    // After the loop: the coalescing allocates nothing inside the measurement.
+    let rows = match written {
+        Rows::Each => rows,
+        Rows::Runs => RoundTrip::runs(rows),
+    };
     for rec in rows {
         records::line(ctx.out, &rec)?;
     }
