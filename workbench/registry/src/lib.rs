@@ -346,6 +346,16 @@ pub enum CellId {
 }
 
 impl CellId {
+    /// A subject cell.
+    pub fn subject(codec: &str, payload: u64, variant: &str, rep: u32) -> CellId {
+        CellId::Subject { codec: codec.to_string(), payload, variant: variant.to_string(), rep }
+    }
+
+    /// The file its trace of kind `ext` (`dhat.json`, `events.json`) has.
+    pub fn trace_file(&self, ext: &str) -> String {
+        format!("{self}.{ext}")
+    }
+
     /// The build variant.
     pub fn variant(&self) -> &str {
         match self {

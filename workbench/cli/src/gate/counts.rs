@@ -1,5 +1,6 @@
-//! Each gated experiment's records turned into exact counts: one list entry
-//! per experiment ([`GATED`]), each reading its own record type.
+//! Each gated experiment's records turned into exact counts: one exhaustive
+//! match over the experiments ([`counts_of`]), each reading its own record
+//! type; [`GATED`] lists those it gives counts for.
 //!
 //! A count is a total over the cell's measured operations (never a mean: a
 //! mean of 77.003 hides whether 3 allocations in 1,000 moved), named
@@ -9,7 +10,7 @@ use crate::data::dataset::Record;
 use anyhow::{Context, Result};
 use records::server::server_heap_growth;
 use records::subject::{AllocProfile, RoundTrip};
-use registry::{self, Experiment};
+use registry::Experiment;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 
@@ -29,12 +30,38 @@ pub struct Gated {
     pub counts: fn(&[Record]) -> Result<Counts>,
 }
 
+/// How `e`'s records become exact counts, `None` for an experiment that
+/// does not count (one exhaustive match: a new experiment says which it is).
+pub const fn counts_of(e: Experiment) -> Option<fn(&[Record]) -> Result<Counts>> {
+    use Experiment as E;
+    match e {
+        E::AllocProfile => Some(alloc_profile),
+        E::TransportAlloc => Some(transport_alloc),
+        E::ServerHeapGrowth => Some(server_heap_growth),
+        E::HeapGrowth
+        | E::CodecSpeed
+        | E::TransportHeapGrowth
+        | E::RoundtripLatency
+        | E::RoundtripLatencyAwake
+        | E::RoundtripLatencyOpen
+        | E::InstrumentationCost
+        | E::DatastoreQueries
+        | E::BuildStages
+        | E::ConnectionScaling
+        | E::PipelineDepth
+        | E::IoWakeup
+        | E::FaultSoak
+        | E::Throughput => None,
+    }
+}
+
 /// Every experiment the gate runs (a spec with a `[gate]` table must be one).
-pub const GATED: &[Gated] = &[
-    Gated { experiment: registry::Experiment::AllocProfile, counts: alloc_profile },
-    Gated { experiment: registry::Experiment::TransportAlloc, counts: transport_alloc },
-    Gated { experiment: registry::Experiment::ServerHeapGrowth, counts: server_heap_growth },
-];
+pub static GATED: std::sync::LazyLock<Vec<Gated>> = std::sync::LazyLock::new(|| {
+    Experiment::ALL
+        .iter()
+        .filter_map(|&experiment| Some(Gated { experiment, counts: counts_of(experiment)? }))
+        .collect()
+});
 
 /// The entry of the dataset `name`.
 pub fn gated(name: &str) -> Option<&'static Gated> {

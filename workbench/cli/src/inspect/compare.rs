@@ -472,7 +472,8 @@ fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<
             .filter_map(|(k, v)| v[j].as_ref().map(|x| if *k == "payload" { format!("p{x}") } else { x.clone() }))
             .collect::<Vec<_>>()
             .join(" ");
-        let trace = format!("{}-p{}-dhat-r0", get("codec", j), get("payload", j));
+        let payload = get("payload", j).parse().unwrap_or(0);
+        let trace = registry::CellId::subject(&get("codec", j), payload, "dhat", 0).to_string();
         let data = out.entry(CellKey { label, trace }).or_default();
         for (c, per_cell) in cols.counts.iter().filter(|c| has(c)).zip(&sums) {
             let (sum, n) = per_cell[j];

@@ -227,7 +227,8 @@ pub fn site_laws(run_dir: &Path, codecs: &[String], payloads: &[usize]) -> Resul
         let mut points: BTreeMap<String, (trace::Site, Vec<PerOp>)> = BTreeMap::new();
         let mut covered = Vec::new();
         for &p in payloads {
-            let path = run_dir.join("traces").join(format!("{codec}-p{p}-dhat-r0.dhat.json"));
+            let cell = registry::CellId::subject(codec, p as u64, "dhat", 0);
+            let path = run_dir.join("traces").join(cell.trace_file("dhat.json"));
             if !path.is_file() {
                 continue;
             }

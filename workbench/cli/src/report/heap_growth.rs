@@ -125,7 +125,7 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
 /// The events build's verdict on the live heap after warm-up
 /// ([`events::verdict`]), or a dash when the run has no events file.
 fn live_after_warmup(dir: &Path, codec: &str, payload: usize) -> Result<String> {
-    let stem = format!("{codec}-p{payload}-events-r0.events.json");
+    let stem = registry::CellId::subject(codec, payload as u64, "events", 0).trace_file("events.json");
     let Some(path) =
         [stem.clone(), format!("{stem}.gz")].iter().map(|n| dir.join("traces").join(n)).find(|p| p.is_file())
     else {

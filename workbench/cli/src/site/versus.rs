@@ -15,8 +15,8 @@ use std::path::Path;
 const SITES: usize = 15;
 
 /// The trace of `codec` at `payload` in `run_dir` (first repetition).
-fn trace_path(run_dir: &Path, codec: &str, payload: &str) -> std::path::PathBuf {
-    run_dir.join("traces").join(format!("{codec}-p{payload}-dhat-r0.dhat.json"))
+fn trace_path(run_dir: &Path, codec: &str, payload: u64) -> std::path::PathBuf {
+    run_dir.join("traces").join(registry::CellId::subject(codec, payload, "dhat", 0).trace_file("dhat.json"))
 }
 
 /// Writes a page for every idiom whose plain codec has a trace at the same
@@ -28,9 +28,13 @@ pub fn write(site: &Pages, dataset_dir: &str, run_dir: &Path) -> Result<Vec<(Str
     }
     for path in trace::traces_in(run_dir)? {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let Some(cell) = name.strip_suffix("-dhat-r0.dhat.json") else { continue };
-        let Some((codec, payload)) = cell.rsplit_once("-p") else { continue };
-        let Some(base) = Codec::find(codec).and_then(Codec::base) else { continue };
+        let Some(Ok(registry::CellId::Subject { codec, payload, variant, rep: 0 })) =
+            name.strip_suffix(".dhat.json").map(str::parse::<registry::CellId>)
+        else {
+            continue;
+        };
+        let (codec, payload) = (codec.as_str(), payload);
+        let Some(base) = Codec::find(codec).filter(|_| variant == "dhat").and_then(Codec::base) else { continue };
         let base_path = trace_path(run_dir, base.name(), payload);
         if !base_path.exists() {
             continue;
