@@ -35,6 +35,12 @@ sample_every = 100
 messages = 1000
 "#;
 
+/// How many records `codec`'s cells of `variant` hold in `dir`.
+fn records_of(dir: &Path, codec: &str, variant: &str) -> usize {
+    let run = dataset::load_run(dir).unwrap();
+    tables::select(&run.records, &[("codec", codec), ("variant", variant)], &[]).unwrap().height()
+}
+
 fn tmp() -> PathBuf {
     let d = std::env::temp_dir().join(format!("wb-e2e-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -83,6 +89,8 @@ fn tiny_suite_end_to_end() {
     let t2 = runner::run_spec(&opts, Path::new("transport.toml"), &transport, &mut bins, &multi).unwrap();
     let pb = allocs_of(&t1.dir, "protobuf-tcp", "dhat");
     assert_eq!(pb.len(), 50);
+    // Written as runs of equal round trips: fewer records than round trips.
+    assert!(records_of(&t1.dir, "protobuf-tcp", "dhat") < 50, "transport-alloc writes runs");
     assert!(pb.iter().all(|a| a.is_some_and(|n| n > 0)), "{pb:?}");
     assert_eq!(allocs_of(&t2.dir, "protobuf-tcp", "dhat"), pb);
     assert!(allocs_of(&t1.dir, "zap-tcp", "dhat").iter().all(|a| *a == Some(0)));

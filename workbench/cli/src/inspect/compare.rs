@@ -630,14 +630,14 @@ mod tests {
         assert_eq!((few.lo, few.median, few.hi), (1.0, 2.0, 3.0));
     }
 
-    /// A run of transport-alloc (whose records count `allocs` exactly and
+    /// A run of roundtrip-latency (whose records count `allocs` exactly and
     /// time `ns`): dhat records with `allocs`, system records with `ns`.
     fn run(name: &str, allocs: &[u64], ns: &[f64]) -> Run {
         let manifest: crate::data::manifest::Manifest = serde_json::from_value(serde_json::json!({
-            "experiment": "transport-alloc", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
+            "experiment": "roundtrip-latency", "run_id": name, "scale": "quick", "git_revision": "0123456789", "git_dirty": false,
             "rustc": "r", "profile": "release", "features": {}, "allocators": {}, "cpu_model": "c", "cores": 2,
             "kernel": "k", "date": "d", "command_line": [], "spec_path": "s",
-            "spec": {"experiment": "transport-alloc", "description": "", "codecs": ["zap"], "payloads": [0], "variants": ["dhat", "system"],
+            "spec": {"experiment": "roundtrip-latency", "description": "", "codecs": ["zap"], "payloads": [0], "variants": ["dhat", "system"],
                      "seed": 1, "quick": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null},
                      "full": {"messages": 1, "warmup": 0, "repetitions": 1, "sample_every": null}},
             "cells": [], "cells_resumed": 0, "records": 0

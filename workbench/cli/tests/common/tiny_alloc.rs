@@ -28,5 +28,12 @@ pub fn column_u64(df: &polars::prelude::DataFrame, col: &str) -> Vec<Option<u64>
 pub fn allocs_of(dir: &Path, codec: &str, variant: &str) -> Vec<Option<u64>> {
     let run = dataset::load_run(dir).unwrap();
     let df = tables::select(&run.records, &[("codec", codec), ("variant", variant)], &[]).unwrap();
-    column_u64(&df, "allocs")
+    let allocs = column_u64(&df, "allocs");
+    // A record that stands for a run of equal round trips (transport-alloc) is
+    // each of them: the counts a message at a time, as the subject measured them.
+    if df.column(records::columns::REPEAT).is_err() {
+        return allocs;
+    }
+    let repeat = column_u64(&df, records::columns::REPEAT);
+    allocs.into_iter().zip(repeat).flat_map(|(a, n)| std::iter::repeat_n(a, n.unwrap_or(1) as usize)).collect()
 }
