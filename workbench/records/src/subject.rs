@@ -224,6 +224,20 @@ impl crate::Compared for CodecSpeed {
         crate::Columns { keys: &["implementation", "op"], counts: &[], times: &["ns_per_op"] };
 }
 
+impl crate::Compared for RoundTrip {
+    const COLUMNS: crate::Columns = crate::Columns {
+        keys: &[],
+        counts: &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs"],
+        times: &["ns"],
+    };
+}
+
+impl RoundTrip {
+    /// What compares of transport-alloc, which writes runs ([`RoundTrip::runs`]):
+    /// the counts alone (a run's `ns` is a mean, no sample of one round trip).
+    pub const RUNS_COLUMNS: crate::Columns = crate::Columns { times: &[], ..<RoundTrip as crate::Compared>::COLUMNS };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,18 +275,4 @@ mod tests {
         assert_eq!(serde_json::from_str::<RoundTrip>(&one).unwrap().repeat, 1);
         assert!(serde_json::to_string(&runs[0]).unwrap().contains("\"repeat\":3"));
     }
-}
-
-impl crate::Compared for RoundTrip {
-    const COLUMNS: crate::Columns = crate::Columns {
-        keys: &[],
-        counts: &["allocs", "bytes", "client_allocs", "client_bytes", "server_allocs", "server_bytes", "other_allocs"],
-        times: &["ns"],
-    };
-}
-
-impl RoundTrip {
-    /// What compares of transport-alloc, which writes runs ([`RoundTrip::runs`]):
-    /// the counts alone (a run's `ns` is a mean, no sample of one round trip).
-    pub const RUNS_COLUMNS: crate::Columns = crate::Columns { times: &[], ..<RoundTrip as crate::Compared>::COLUMNS };
 }

@@ -24,15 +24,18 @@ pub struct Count {
 
 pub type Counts = BTreeMap<String, Count>;
 
+/// How a gated experiment's records become counts.
+pub type CountsFn = fn(&[Record]) -> Result<Counts>;
+
 /// A gated experiment: its registry entry and how its records become counts.
 pub struct Gated {
     pub experiment: Experiment,
-    pub counts: fn(&[Record]) -> Result<Counts>,
+    pub counts: CountsFn,
 }
 
 /// How `e`'s records become exact counts, `None` for an experiment that
 /// does not count (one exhaustive match: a new experiment says which it is).
-pub const fn counts_of(e: Experiment) -> Option<fn(&[Record]) -> Result<Counts>> {
+pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
     use Experiment as E;
     match e {
         E::AllocProfile => Some(alloc_profile),
