@@ -27,7 +27,8 @@
 //!   target binary per variant, provenance (clean tree, lock, load).
 //! - [`report`]: one report per registered dataset (its table and figure),
 //!   the table and figure kits, and writing them all.
-//! - [`inspect`]: dhat trace review and benchstat-style run comparison.
+//! - [`inspect`]: benchstat-style run comparison, and trace review (the
+//!   `trace` crate, re-exported).
 //! - [`gate`]: the allocation gate: a small dhat suite's exact counts
 //!   against the committed baseline (`experiments/gate/`), the bless, and
 //!   the determinism map (which counts repeat exactly) that the paper and
@@ -38,13 +39,14 @@
 //!   the runner), and bisection of an exact count.
 //! - [`site`]: the browsable report (`report/`): every experiment, trace,
 //!   comparison and history as static HTML.
-//! - [`fmt`]: number formatting shared by all of them; [`par`]: independent
+//! - [`fmt`]: number formatting shared by all of them (the `units` crate); [`par`]: independent
 //!   jobs spread over the cores.
 //!
 //! `scripts/modgraph.py` prints the module graph and fails on a cycle.
 
 pub mod data;
-pub mod fmt;
+/// Number formatting ([`units`]), as every module of this crate names it.
+pub use units as fmt;
 pub mod gate;
 pub mod history;
 pub mod inspect;

@@ -686,7 +686,13 @@ fn review(cmd: TraceCmd) -> Result<()> {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 path.with_file_name(format!("{}.pb.gz", name.trim_end_matches(".dhat.json")))
             });
-            trace::pprof::write(&t, &out)?;
+            // The dataset's revision, from the manifest of `<run>/traces/<cell>.dhat.json`.
+            let commit = path
+                .parent()
+                .and_then(Path::parent)
+                .and_then(|run| workbench::data::dataset::load_run_manifest(run).ok())
+                .map(|m| m.git_revision);
+            trace::pprof::write(&t, commit, &out)?;
             println!("wrote {} ({} sites)", out.display(), t.sites.len());
         }
         TraceCmd::Live { path, at, limit, svg, against: Some(b) } => {

@@ -6,7 +6,7 @@ use super::{Side, Trace};
 
 /// `trace top`'s text: a header, then one block per site.
 pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String {
-    use crate::fmt::thousands;
+    use units::thousands;
     let sites = t.top(by, side);
     let (bytes, blocks) = (t.total_bytes(), t.total_blocks());
     let mut s = format!("{}\n", t.path.display());
@@ -61,7 +61,7 @@ pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String
 
 /// `trace diff`'s text.
 pub fn render_diff(a: &Trace, b: &Trace, deltas: &[Delta], limit: usize) -> String {
-    use crate::fmt::thousands;
+    use units::thousands;
     let mut s = format!("A: {}\nB: {}\n", a.path.display(), b.path.display());
     let d = |x: u64, y: u64| y as i128 - x as i128;
     s += &format!(
@@ -95,7 +95,8 @@ pub fn render_diff(a: &Trace, b: &Trace, deltas: &[Delta], limit: usize) -> Stri
     s
 }
 
-pub(crate) fn life(us: f64) -> String {
+/// A lifetime in µs as a person reads it (µs, ms or s).
+pub fn life(us: f64) -> String {
     if us >= 1e6 {
         format!("{:.2} s", us / 1e6)
     } else if us >= 1e3 {

@@ -11,8 +11,8 @@
 //! hooks as it hooks a figure's points) or written beside `bisect`'s output.
 
 use super::Trace;
-use crate::fmt::xml_escape as esc;
 use std::fmt::Write;
+use units::xml_escape as esc;
 
 /// Bytes and blocks of a frame in A and in B.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -107,11 +107,11 @@ fn title(n: &DiffNode) -> String {
     format!(
         "{}\nbytes: {} → {} ({:+})\nblocks: {} → {} ({:+})",
         n.name,
-        crate::fmt::thousands(n.a.0),
-        crate::fmt::thousands(n.b.0),
+        units::thousands(n.a.0),
+        units::thousands(n.b.0),
         d(n.a.0, n.b.0),
-        crate::fmt::thousands(n.a.1),
-        crate::fmt::thousands(n.b.1),
+        units::thousands(n.a.1),
+        units::thousands(n.b.1),
         d(n.a.1, n.b.1)
     )
 }

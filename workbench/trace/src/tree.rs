@@ -79,8 +79,8 @@ impl Node {
         out.push(format!(
             "{:>6.1}%  {:>14} B  {:>10} blocks  {}{}",
             100.0 * self.bytes as f64 / total,
-            crate::fmt::thousands(self.bytes),
-            crate::fmt::thousands(self.blocks),
+            units::thousands(self.bytes),
+            units::thousands(self.blocks),
             "  ".repeat(depth),
             self.name
         ));
@@ -107,7 +107,7 @@ impl Node {
             out.push(format!(
                 "{:>6.1}%  {:>14} B  {:>10}         {}… {} smaller callers",
                 100.0 * hidden.0 as f64 / total,
-                crate::fmt::thousands(hidden.0),
+                units::thousands(hidden.0),
                 "",
                 "  ".repeat(depth + 1),
                 hidden.1

@@ -114,17 +114,12 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// What the trace's own command line says (its cell), and the commit
-    /// of the dataset it belongs to (`<run>/traces/<cell>.dhat.json`).
-    pub fn of(t: &Trace) -> Labels {
+    /// What the trace's own command line says (its cell), and `commit`: the
+    /// revision of the dataset it belongs to, which its manifest says (the
+    /// caller reads it: the manifest is the workbench's type, not a trace's).
+    pub fn of(t: &Trace, commit: Option<String>) -> Labels {
         let cell = super::cell_of(&t.cmd);
         let field = |k: &str| cell.as_ref().and_then(|c| c.get(k)).cloned();
-        let commit = t
-            .path
-            .parent()
-            .and_then(Path::parent)
-            .and_then(|run| crate::data::dataset::load_run_manifest(run).ok())
-            .map(|m| m.git_revision);
         Labels {
             experiment: field("experiment").and_then(|v| v.as_str().map(String::from)),
             codec: field("codec").and_then(|v| v.as_str().map(String::from)).filter(|c| !c.is_empty()),
@@ -230,8 +225,8 @@ pub fn profile(t: &Trace, labels: &Labels) -> Profile {
 }
 
 /// Writes `t`'s profile, gzipped, to `out`.
-pub fn write(t: &Trace, out: &Path) -> Result<()> {
-    let bytes = prost::Message::encode_to_vec(&profile(t, &Labels::of(t)));
+pub fn write(t: &Trace, commit: Option<String>, out: &Path) -> Result<()> {
+    let bytes = prost::Message::encode_to_vec(&profile(t, &Labels::of(t, commit)));
     let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default());
     gz.write_all(&bytes).with_context(|| format!("writing {}", out.display()))?;
@@ -248,17 +243,22 @@ mod tests {
     /// A committed trace, exported and decoded back: totals, labels, stacks.
     #[test]
     fn an_exported_trace_decodes_to_the_same_totals() {
-        let root = crate::default_root();
-        let dir = crate::data::dataset::latest_run(&root.join("data"), "alloc-profile", crate::spec::Scale::Quick)
+        // The newest committed quick run of alloc-profile (run ids sort by time).
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/alloc-profile");
+        let mut runs: Vec<_> = std::fs::read_dir(&data)
             .unwrap()
-            .expect("a committed alloc-profile run");
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("quick-")))
+            .collect();
+        runs.sort();
+        let dir = runs.pop().expect("a committed alloc-profile run");
         let path = super::super::traces_in(&dir)
             .unwrap()
             .into_iter()
             .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("json-rpc-p64-dhat")));
         let t = Trace::load(&path.expect("a json-rpc trace")).unwrap();
         let out = std::env::temp_dir().join(format!("wb-pprof-{}.pb.gz", std::process::id()));
-        write(&t, &out).unwrap();
+        write(&t, Some("0123456789012345678901234567890123456789".into()), &out).unwrap();
         let mut raw = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(&out).unwrap()).read_to_end(&mut raw).unwrap();
         std::fs::remove_file(&out).unwrap();

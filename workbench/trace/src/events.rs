@@ -427,9 +427,9 @@ pub fn verdict(e: &Events, warmup: u64) -> String {
         return format!("LEAK: {slope:+.2} B per operation ({} site(s))", leaks.len());
     }
     if to > from {
-        format!("{} more at the end, not rising", crate::fmt::bytes((to - from) as f64))
+        format!("{} more at the end, not rising", units::bytes((to - from) as f64))
     } else {
-        format!("flat at {}", crate::fmt::bytes(to.max(0) as f64))
+        format!("flat at {}", units::bytes(to.max(0) as f64))
     }
 }
 
@@ -458,9 +458,9 @@ impl Events {
     /// The operation `at` stands for (`None`: before any), and how to say it.
     pub fn resolve(&self, at: At) -> (Option<u64>, String) {
         match at {
-            At::Op(n) => (Some(n), format!("after operation {}", crate::fmt::thousands(n))),
+            At::Op(n) => (Some(n), format!("after operation {}", units::thousands(n))),
             At::Peak => match self.peak() {
-                Some((op, _)) => (Some(op), format!("at the peak, after operation {}", crate::fmt::thousands(op))),
+                Some((op, _)) => (Some(op), format!("at the peak, after operation {}", units::thousands(op))),
                 None => (None, "at the peak (no operations: before any)".into()),
             },
             At::End => (Some(u64::MAX), "at the end".into()),
@@ -493,7 +493,7 @@ impl Events {
 
 /// `trace live`'s text: the sites live at `at`, largest first.
 pub fn render_live(e: &Events, at: At, limit: usize) -> String {
-    use crate::fmt::thousands;
+    use units::thousands;
     let (n, said) = e.resolve(at);
     let live = e.live_at(n);
     let (bytes, blocks) = live.iter().fold((0i64, 0i64), |a, x| (a.0 + x.2, a.1 + x.3));
@@ -524,7 +524,7 @@ pub fn render_live(e: &Events, at: At, limit: usize) -> String {
 /// `trace timeline`'s text: the heap's peak and end, and each site that
 /// grows after warm-up, with its slope and evidence; leaks flagged.
 pub fn render_growth(e: &Events, warmup: u64) -> String {
-    use crate::fmt::thousands;
+    use units::thousands;
     let (allocs, bytes) = e.totals();
     let mut s = format!(
         "{}\n{} operations in {} runs of identical operations; {} allocations, {} B allocated in all\n",
@@ -624,7 +624,7 @@ mod tests {
         let text = std::fs::read_to_string(file(&dir)).unwrap().replace("[1,1,100,0,0]", "[1,1,100,1,100]");
         std::fs::write(&fixed, text).unwrap();
         let f = Events::load(&fixed).unwrap();
-        assert_eq!(verdict(&f, 4), format!("flat at {}", crate::fmt::bytes(64.0)));
+        assert_eq!(verdict(&f, 4), format!("flat at {}", units::bytes(64.0)));
         let (a, b) = (e.live_trace(At::Op(20)), f.live_trace(At::Op(20)));
         let d = super::super::diff(&a, &b);
         assert_eq!(d.len(), 1, "{d:?}");

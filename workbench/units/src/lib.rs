@@ -1,4 +1,11 @@
-//! Number formatting shared by tables and figures.
+//! How a number reads, shared by the tables, figures, trace reviews and
+//! pages: bytes with a binary unit, counts with thousands separators, three
+//! significant digits. Defined once so that a figure reads the same
+//! wherever it is shown.
+//!
+//! # Layout
+//! One file: [`bytes`], [`si_bytes`], [`sig3`], [`thousands`], [`count`],
+//! [`xml_escape`].
 
 /// Bytes with a binary unit: `0 B`, `512 B`, `1.5 KiB`, `2.93 GiB`.
 pub fn bytes(b: f64) -> String {
