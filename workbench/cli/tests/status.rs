@@ -149,3 +149,50 @@ fn status_follows_exactly_the_measured_inputs() {
     git(&root, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// The main job, twice, as the dirty rule sees it, on a worktree of HEAD:
+/// what a run renders (a figure, a generated table, the paper's macros, a
+/// dataset) never makes a run dirty; an edit to a measured source, a new
+/// file in a measured crate, or the build flags does, named; and the diff a
+/// dataset stores holds only those.
+#[test]
+fn a_rendered_output_never_blocks_a_run_and_a_measured_edit_always_does() {
+    use workbench::run::provenance::{check_clean, diff_of};
+    let root = repo_root();
+    let scratch = std::env::temp_dir().join(format!("wb-dirty-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let wt = scratch.join("head");
+    git(&root, &["worktree", "add", "--detach", "--quiet", wt.to_str().unwrap(), "HEAD"]);
+    let spec_path = wt.join("experiments/alloc-profile.toml");
+    let spec = Spec::load(&spec_path).unwrap();
+    let clean = |allow: bool| check_clean(&wt, allow, &spec_path, &spec, Scale::Quick);
+    assert!(clean(false).unwrap().is_empty(), "a fresh worktree of HEAD is clean");
+
+    // What the first run of the main job rewrote.
+    let figure = std::fs::read_dir(wt.join("figures")).unwrap().flatten().map(|e| e.path()).find(|p| p.is_file());
+    std::fs::write(figure.expect("a committed figure"), "regenerated\n").unwrap();
+    std::fs::write(wt.join("paper/generated/macros.tex"), "% regenerated\n").unwrap();
+    std::fs::create_dir_all(wt.join("data/alloc-profile/quick-20990101T000000Z")).unwrap();
+    std::fs::write(wt.join("data/alloc-profile/quick-20990101T000000Z/manifest.json"), "{}\n").unwrap();
+    std::fs::write(wt.join("README.md"), "edited\n").unwrap();
+    assert!(clean(false).unwrap().is_empty(), "outputs and docs never make a run dirty");
+
+    // A measured source, a new file in a measured crate, the build flags: refused, each named.
+    let zap = "workbench/zap/src/lib.rs";
+    let text = std::fs::read_to_string(wt.join(zap)).unwrap();
+    std::fs::write(wt.join(zap), format!("{text}\n// an edit\n")).unwrap();
+    std::fs::write(wt.join("workbench/records/src/new.rs"), "\n").unwrap();
+    let e = clean(false).unwrap_err().to_string();
+    assert!(e.contains(zap) && e.contains("workbench/records/src/new.rs") && e.contains("--allow-dirty"), "{e}");
+    assert!(!e.contains("README") && !e.contains("figures/") && !e.contains("macros.tex"), "{e}");
+    std::fs::write(wt.join(".cargo/config.toml"), "[build]\n").unwrap();
+    assert!(clean(false).unwrap_err().to_string().contains(".cargo/config.toml"));
+    // Allowed: the run goes on, and its diff holds the measured files alone.
+    let changed = clean(true).unwrap();
+    let diff = diff_of(&wt, &changed).unwrap();
+    assert!(diff.contains("// an edit") && !diff.contains("regenerated") && !diff.contains("edited"), "{diff}");
+
+    git(&root, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
