@@ -355,20 +355,6 @@ impl CellId {
     pub fn trace_file(&self, ext: &str) -> String {
         format!("{self}.{ext}")
     }
-
-    /// The build variant.
-    pub fn variant(&self) -> &str {
-        match self {
-            CellId::Subject { variant, .. } | CellId::Server { variant, .. } => variant,
-        }
-    }
-
-    /// The repetition.
-    pub fn rep(&self) -> u32 {
-        match self {
-            CellId::Subject { rep, .. } | CellId::Server { rep, .. } => *rep,
-        }
-    }
 }
 
 impl std::fmt::Display for CellId {

@@ -96,10 +96,7 @@ pub fn value_in(dir: &Path, cell: &Planned, metric: &str, filters: &[(String, St
     }
     let c = col.cast(&polars::prelude::DataType::UInt64)?;
     // A record that stands for several identical ones (`repeat`) counts as many.
-    let repeat: Vec<u64> = match rows.column(records::columns::REPEAT) {
-        Ok(r) => r.cast(&polars::prelude::DataType::UInt64)?.u64()?.iter().map(|k| k.unwrap_or(1)).collect(),
-        Err(_) => vec![1; rows.height()],
-    };
+    let repeat = crate::report::tables::repeats(&rows)?;
     let (mut sum, mut n) = (0u128, 0usize);
     for (x, k) in c.u64()?.iter().zip(repeat) {
         if let Some(x) = x {

@@ -439,10 +439,7 @@ fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<
     let dhat: Vec<bool> =
         (0..firsts.len()).map(|j| crate::spec::variants::counts_exactly(&get(records::columns::VARIANT, j))).collect();
     // A record that stands for several identical ones (`repeat`) counts as many.
-    let repeat: Vec<u64> = match df.column(records::columns::REPEAT) {
-        Ok(c) => c.cast(&DataType::UInt64)?.u64()?.iter().map(|r| r.unwrap_or(1)).collect(),
-        Err(_) => vec![1; height],
-    };
+    let repeat = crate::report::tables::repeats(df)?;
     let mut sums: Vec<Vec<(u128, usize)>> = Vec::new();
     for c in cols.counts.iter().filter(|c| has(c)) {
         let mut per_cell = vec![(0u128, 0usize); firsts.len()];

@@ -160,22 +160,30 @@ pub(crate) fn summary(
 /// true cost per operation, where a median hides periodic allocations (one
 /// every 20 operations is 0.05 per operation, and a median of 0).
 pub fn mean_stats(df: &DataFrame, col: &str) -> Result<Option<(f64, f64, f64)>> {
-    let Ok(weights) = df.column(records::columns::REPEAT) else {
+    if df.column(records::columns::REPEAT).is_err() {
         return summary(df, col, |s| s.mean());
-    };
+    }
     // Records that stand for several identical ones weigh as many.
     let Some((_, min, max)) = summary(df, col, |s| s.mean())? else { return Ok(None) };
     let v = df.column(col)?.as_materialized_series().cast(&DataType::Float64)?;
-    let w = weights.as_materialized_series().cast(&DataType::Float64)?;
     let (mut sum, mut n) = (0.0, 0.0);
-    for (x, k) in v.f64()?.iter().zip(w.f64()?.iter()) {
+    for (x, k) in v.f64()?.iter().zip(repeats(df)?) {
         if let Some(x) = x {
-            let k = k.unwrap_or(1.0);
-            sum += x * k;
-            n += k;
+            sum += x * k as f64;
+            n += k as f64;
         }
     }
     Ok((n > 0.0).then(|| (sum / n, min, max)))
+}
+
+/// How many identical records each row stands for
+/// ([`records::subject::RoundTrip::repeat`]): its `repeat`, 1 where a frame
+/// has none. Every sum and mean over such rows weighs by it.
+pub fn repeats(df: &DataFrame) -> Result<Vec<u64>> {
+    Ok(match df.column(records::columns::REPEAT) {
+        Ok(c) => c.cast(&DataType::UInt64)?.u64()?.iter().map(|r| r.unwrap_or(1)).collect(),
+        Err(_) => vec![1; df.height()],
+    })
 }
 
 /// Growth per million messages between the first sample after the start

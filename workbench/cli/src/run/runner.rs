@@ -374,9 +374,14 @@ pub(crate) fn cell_damage(staging: &Path, p: &Planned) -> Option<String> {
     };
     let mut n = 0;
     for (i, line) in text.lines().enumerate() {
-        let failed = line.contains(&format!("\"{}\":\"{}\"", records::columns::KIND, records::runner::BUILD_FAILED));
-        let decoded =
-            if failed { serde_json::from_str::<Record>(line).map(drop) } else { p.experiment.check_record(line) };
+        // The runner's own record for a stage it could not build, or the cell's.
+        let decoded = serde_json::from_str::<Record>(line).and_then(|r| {
+            if r.get(records::columns::KIND).and_then(Value::as_str) == Some(records::runner::BUILD_FAILED) {
+                Ok(())
+            } else {
+                p.experiment.check_record(line)
+            }
+        });
         if let Err(e) = decoded {
             return Some(format!("{}:{}: {e}", path.display(), i + 1));
         }
