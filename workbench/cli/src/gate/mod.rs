@@ -30,8 +30,8 @@ pub mod map;
 
 use crate::data::host;
 use crate::fmt::thousands;
-use crate::inspect::trace::{By, Trace};
 use crate::run::runner::{self, Binaries, Planned};
+use ::trace::{By, Trace};
 use anyhow::{bail, Context, Result};
 use baseline::{Baseline, CellId, Header, Range, SiteRange};
 use counts::{Count, Counts, Gated};

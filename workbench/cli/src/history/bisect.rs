@@ -6,12 +6,12 @@
 //! measured them, and the good end once more, to check that the count
 //! repeats exactly), then shows the allocation sites whose counts differ
 //! between the last commit with the old value and the first with the new
-//! (the cells' traces, [`crate::inspect::trace::diff`]).
+//! (the cells' traces, [`::trace::diff`]).
 
 use super::{commit_data, Commit, Measure};
 use crate::data::dataset;
-use crate::inspect::trace::{self, Trace};
 use crate::run::runner::{self, Planned};
+use ::trace::{self, Trace};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

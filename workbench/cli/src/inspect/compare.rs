@@ -3,7 +3,7 @@
 //! Two kinds of figure, two rules, as the workbench measures them:
 //! - Allocation counts and bytes of the dhat build are exact and repeat
 //!   exactly, so any difference is a change: listed per cell, with the
-//!   allocation sites that moved (from the cells' traces, [`crate::inspect::trace::diff`]).
+//!   allocation sites that moved (from the cells' traces, [`::trace::diff`]).
 //! - Timings vary, so they are compared like Go's benchstat: per cell the
 //!   median with a 95% confidence interval (order statistics, no normality
 //!   assumed), the change of the median, and a two-sided Mann–Whitney U test
@@ -18,7 +18,7 @@
 //! or timings is said once, beside each record type ([`records::Compared`]).
 
 use crate::data::dataset::Run;
-use crate::inspect::trace::{self, Trace};
+use ::trace::{self, Trace};
 use anyhow::{bail, Context, Result};
 use polars::prelude::{DataFrame, DataType, IdxCa, IdxSize, Series};
 use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};

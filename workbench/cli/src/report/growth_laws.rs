@@ -14,7 +14,7 @@
 //!
 //! Whether the live heap stays flat is a question of many messages, not of
 //! the payload: the heap-growth table answers it from the events build's
-//! timelines ([`crate::inspect::trace::events::Events::growth`]).
+//! timelines ([`::trace::events::Events::growth`]).
 //!
 //! # Layout
 //! - [`Law`], [`fit`], [`Steps`]: the two forms of a law.
@@ -24,8 +24,8 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::inspect::trace::{self, Trace};
 use crate::report::tables::{row, source_of, Table};
+use ::trace::{self, Trace};
 use anyhow::Result;
 use records::subject::{AllocProfile, Phase};
 use registry::{self, display_name};

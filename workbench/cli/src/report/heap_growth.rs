@@ -6,9 +6,9 @@
 use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::inspect::trace::events;
 use crate::report::figures::{write_pair, Chart, Line, FLOOR};
 use crate::report::tables::{self, field, opt_bytes, opt_count, row, source_of, stats_of, steady_rate, Table};
+use ::trace::events;
 use anyhow::Result;
 use records::subject::{HeapGrowth, HeapKind};
 use records::Row;

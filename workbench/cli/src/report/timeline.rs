@@ -1,9 +1,9 @@
 //! A heap timeline's chart (`workbench trace timeline --svg`, the report
 //! site's timeline pages, the paper's server figure): drawn here, where the
-//! figures are, from an events file read by [`crate::inspect::trace::events`].
+//! figures are, from an events file read by [`::trace::events`].
 
-use crate::inspect::trace::events::{At, Events};
 use crate::report::figures::{self, Chart, Line};
+use ::trace::events::{At, Events};
 use std::path::Path;
 
 /// Sites drawn by name in the timeline chart; the rest are one line.

@@ -7,7 +7,7 @@ use super::page::{self, esc};
 use super::Pages;
 use crate::data::dataset::Run;
 use crate::inspect::compare::{self, ci, num, num_signed, Comparison};
-use crate::inspect::trace::{self, diff_flame};
+use ::trace::{self, diff_flame};
 use anyhow::Result;
 
 /// The significance level of the site's comparisons (`workbench compare`'s default).

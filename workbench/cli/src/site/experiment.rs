@@ -103,7 +103,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     // Traces: a page each.
     let mut trace_rows = Vec::new();
     if run_dir.join("traces").is_dir() {
-        for path in crate::inspect::trace::traces_in(run_dir)? {
+        for path in ::trace::traces_in(run_dir)? {
             let t = traces::write(site, &dir, &path)?;
             trace_rows.push((
                 String::new(),
@@ -158,7 +158,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
 
     // Events files (the events build): a timeline page each.
     let mut timelines = Vec::new();
-    for path in crate::inspect::trace::events::files_in(run_dir)? {
+    for path in ::trace::events::files_in(run_dir)? {
         let t = super::timeline::write(site, &dir, &path)?;
         timelines.push((
             String::new(),

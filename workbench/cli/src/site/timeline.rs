@@ -1,5 +1,5 @@
 //! An events file's page (`<dataset>/timelines/<cell>.html`): the heap over
-//! the operation index, site by site ([`crate::inspect::trace::events`]):
+//! the operation index, site by site ([`::trace::events`]):
 //! the chart of live bytes (a point's exact value on hover), the sites that
 //! grow after warm-up (leaks flagged), and flame graphs of what is live at
 //! the peak and at the end; any other point is one command away.
@@ -7,7 +7,7 @@
 use super::page::{self, esc, link};
 use super::Pages;
 use crate::fmt::thousands;
-use crate::inspect::trace::{self, events};
+use ::trace::{self, events};
 use anyhow::{Context, Result};
 use std::path::Path;
 

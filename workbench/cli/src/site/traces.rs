@@ -7,7 +7,7 @@
 use super::page::{self, esc, link};
 use super::Pages;
 use crate::fmt::thousands;
-use crate::inspect::trace::{self, By, Trace};
+use ::trace::{self, By, Trace};
 use anyhow::Result;
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 
 use super::page::{self, esc};
 use super::Pages;
-use crate::inspect::trace::{self, diff_flame, Trace};
+use ::trace::{self, diff_flame, Trace};
 use anyhow::Result;
 use registry::Codec;
 use std::path::Path;
