@@ -135,6 +135,22 @@ fn put_buf(sh: &Shared, buf: Vec<u8>) {
     }
 }
 
+/// Room to make for the next read, `(want, limit)` for [`grow_towards`]:
+/// up to the rest of a known frame, a chunk at a time. A frame larger than
+/// [`FIRST_READ`] is read only to its end, so the buffer never holds more
+/// than `max_frame + PREFIX_LEN` bytes; a small one reads [`FIRST_READ`]
+/// ahead (the rest of a pipelined flight). `None`: the frame at the front
+/// is large and whole, and is answered before anything more is read.
+fn read_room(len: usize, pending: Option<usize>, max_frame: usize) -> Option<(usize, usize)> {
+    match pending {
+        Some(total) if total > FIRST_READ && total <= max_frame + PREFIX_LEN => {
+            (len < total).then(|| ((len + READ_CHUNK).min(total), total))
+        }
+        // Small, not yet announced, or over the limit (refused once read).
+        _ => Some((len + FIRST_READ, len + FIRST_READ)),
+    }
+}
+
 /// The length of the frame at the front of `buf`, prefix included, once known.
 fn pending_len(buf: &[u8]) -> Option<usize> {
     buf.first_chunk::<PREFIX_LEN>().map(|p| PREFIX_LEN + u32::from_le_bytes(*p) as usize)
@@ -161,13 +177,8 @@ impl Conn {
         // worker job and one write, not one per read.
         let mut got = false;
         loop {
-            // Room for what may arrive: up to the rest of a known frame, a chunk at a time.
-            let (want, limit) = match pending_len(inbuf) {
-                Some(total) if total <= sh.cfg.max_frame + PREFIX_LEN => {
-                    let total = total.max(inbuf.len() + FIRST_READ);
-                    ((inbuf.len() + READ_CHUNK).min(total), total)
-                }
-                _ => (inbuf.len() + FIRST_READ, inbuf.len() + FIRST_READ),
+            let Some((want, limit)) = read_room(inbuf.len(), pending_len(inbuf), sh.cfg.max_frame) else {
+                break;
             };
             grow_towards(inbuf, want, limit);
             let room = inbuf.capacity() - inbuf.len();
@@ -567,4 +578,59 @@ pub fn stats(sh: &Shared) -> String {
         closed_unread: c.closed_unread.load(Ordering::Relaxed),
     };
     serde_json::to_string(&stats).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAX: usize = 1 << 20;
+
+    /// Reads `wire` as `on_readable` does, `chunk` bytes a read at most; the
+    /// largest capacity the buffer reached, and whether it stopped at a
+    /// whole frame.
+    fn read_as_a_connection(wire: &[u8], chunk: usize) -> (usize, bool) {
+        let (mut inbuf, mut at, mut most) = (Vec::new(), 0, 0);
+        while at < wire.len() {
+            let Some((want, limit)) = read_room(inbuf.len(), pending_len(&inbuf), MAX) else {
+                return (most, true);
+            };
+            grow_towards(&mut inbuf, want, limit);
+            // What `try_read_buf` does: fills spare capacity, never grows.
+            let n = (inbuf.capacity() - inbuf.len()).min(chunk).min(wire.len() - at);
+            assert!(n > 0, "no room to read at {} of {} bytes", inbuf.len(), wire.len());
+            inbuf.extend_from_slice(&wire[at..at + n]);
+            at += n;
+            most = most.max(inbuf.capacity());
+        }
+        (most, pending_len(&inbuf).is_some_and(|t| inbuf.len() >= t))
+    }
+
+    fn frame(len: usize, body: usize) -> Vec<u8> {
+        let mut w = (len as u32).to_le_bytes().to_vec();
+        w.resize(PREFIX_LEN + body, 0xff);
+        w
+    }
+
+    #[test]
+    fn the_input_buffer_holds_the_frame_limit_to_the_byte() {
+        for chunk in [7, 1000, FIRST_READ, READ_CHUNK, usize::MAX] {
+            // At the limit, and one short followed by the prefix of the next.
+            for wire in [frame(MAX, MAX), [frame(MAX - 1, MAX - 1), frame(MAX, 0)].concat()] {
+                let (most, whole) = read_as_a_connection(&wire, chunk);
+                assert!(whole, "chunk {chunk}: the frame at the limit was not read whole");
+                assert!(most <= MAX + PREFIX_LEN, "chunk {chunk}: held {most} B, over {} B", MAX + PREFIX_LEN);
+            }
+            // One byte over: read no further than a small frame would be.
+            let (most, _) = read_as_a_connection(&frame(MAX + 1, FIRST_READ), chunk);
+            assert!(most <= 2 * FIRST_READ, "chunk {chunk}: held {most} B for a refused frame");
+        }
+    }
+
+    #[test]
+    fn small_frames_read_ahead_for_the_rest_of_a_flight() {
+        let flight: Vec<u8> = (0..50).flat_map(|_| frame(60, 60)).collect();
+        let (len, pending) = (10, pending_len(&flight));
+        assert_eq!(read_room(len, pending, MAX), Some((len + FIRST_READ, len + FIRST_READ)));
+    }
 }

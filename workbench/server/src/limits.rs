@@ -7,7 +7,9 @@ use std::time::Duration;
 pub struct Config {
     /// Connections held at once; one more gets a 503 refusal frame and is closed.
     pub max_connections: usize,
-    /// Largest frame read or written (requests, results, insert batches).
+    /// Largest frame read or written (requests, results, insert batches). A
+    /// connection's input buffer holds at most `max_frame + PREFIX_LEN`
+    /// bytes, whatever arrives (`connection::read_room`).
     pub max_frame: usize,
     /// Answers a connection may hold before `finish` (429 beyond).
     pub max_promises: usize,

@@ -11,6 +11,16 @@ pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 /// Bytes of the length prefix.
 pub const PREFIX_LEN: usize = 4;
 
+/// READER_SLACK = 12 bytes: what a [`FrameReader`] may hold beyond its
+/// maximum frame, whatever arrives: the frame's own prefix ([`PREFIX_LEN`])
+/// and up to 8 bytes in front of it so that the body is 8-byte aligned. A
+/// reader with maximum `max` never holds a buffer larger than
+/// `max + READER_SLACK` bytes (`tests/frame_bound.rs` holds every read path
+/// to it at the limit and one byte over). The bound is stated rather than
+/// squeezed: the alignment's share depends on the address the allocator
+/// returns, known only after the buffer is allocated.
+pub const READER_SLACK: usize = PREFIX_LEN + ALIGN;
+
 /// RETAIN_CAP = 256 KiB: a reader keeps a buffer up to this size between
 /// frames (every frame of the transport sweep, up to 64 KiB payloads plus
 /// envelope, reuses it, so steady loops stay allocation-free); a larger one,
@@ -94,7 +104,8 @@ pub fn decode_frame(buf: &[u8], max: usize) -> Result<Option<(&[u8], usize)>, Fr
     Ok(buf.get(PREFIX_LEN..PREFIX_LEN + len).map(|body| (body, PREFIX_LEN + len)))
 }
 
-/// Reads frames from a byte stream through one reused, read-ahead buffer.
+/// Reads frames from a byte stream through one reused, read-ahead buffer,
+/// never larger than the maximum frame plus [`READER_SLACK`].
 ///
 /// PERF: one `read` takes whatever the socket holds — usually the whole
 /// frame, prefix and body, and any frames queued behind it (a pipelined
@@ -194,10 +205,16 @@ impl<R: Read> FrameReader<R> {
             (self.start, self.end) = (h, h);
         }
         if self.buf.capacity() > RETAIN_CAP && self.end - self.start <= READ_AHEAD {
+            // The unread bytes wait on the stack while the large buffer is
+            // freed before the small one is allocated, so the two never
+            // live together and the reader's peak stays within its bound.
             let have = self.end - self.start;
+            let mut kept = [0u8; READ_AHEAD];
+            kept[..have].copy_from_slice(&self.buf[self.start..self.end]);
+            self.buf = Vec::new();
             let mut small = vec![0u8; READ_AHEAD + ALIGN];
             let h = head_of(&small);
-            small[h..h + have].copy_from_slice(&self.buf[self.start..self.end]);
+            small[h..h + have].copy_from_slice(&kept[..have]);
             (self.buf, self.start, self.end) = (small, h, h + have);
         }
         loop {

@@ -68,7 +68,8 @@ impl Run {
 pub struct Limits {
     /// Answers kept per connection until finished.
     pub max_promises: usize,
-    /// Largest frame accepted or sent.
+    /// Largest frame body accepted or sent. A connection's frame reader
+    /// holds at most `max_frame + frame::READER_SLACK` bytes.
     pub max_frame: usize,
 }
 
