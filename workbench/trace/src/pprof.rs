@@ -11,6 +11,15 @@
 //! `peak_space`). Every sample carries the cell's labels: experiment, codec,
 //! payload (bytes), variant and commit.
 //!
+//! Names: pprof treats a function whose `name` equals its `system_name` as
+//! not yet demangled and, because a Rust name looks like C++ to it, deletes
+//! everything between angle brackets, so `<serde_json::de::Deserializer<R>
+//! as serde::de::Deserializer>::deserialize_str` read `::deserialize_str`.
+//! Each function's `name` is therefore a path pprof leaves alone
+//! ([`short_name`]: the implementing type, or the trait when the type is a
+//! bare parameter, then the method, generics dropped), and `system_name`
+//! the full demangled name, for `-symbolize=none` and `-raw`.
+//!
 //! The message types are written here from pprof's published schema
 //! (`proto/profile.proto` of google/pprof): nine of its messages' fields,
 //! encoded by prost.
@@ -153,6 +162,111 @@ impl Strings {
     }
 }
 
+/// A demangled Rust name as a plain path that pprof's name simplification
+/// keeps: `<A as B>::f` becomes `A::f` (or `B::f` when `A` is a bare type
+/// parameter or a primitive, `T`, `[T]`, `&str`), and every generic argument
+/// list is dropped: `alloc::vec::Vec<T,A>::with_capacity` becomes
+/// `alloc::vec::Vec::with_capacity`. Never empty, never starting with `::`.
+pub fn short_name(full: &str) -> String {
+    let mut out = String::new();
+    let mut rest = full.trim();
+    if rest.starts_with('<') {
+        if let Some(close) = matching(rest, 0) {
+            let inner = &rest[1..close];
+            let (ty, tr) = match split_top(inner, " as ") {
+                Some((ty, tr)) => (ty, Some(tr)),
+                None => (inner, None),
+            };
+            let ty = short_name(ty.trim_start_matches('&').trim_start_matches("mut ").trim_start_matches("dyn "));
+            out = match tr {
+                Some(tr) if !ty.contains("::") => short_name(tr),
+                _ => ty,
+            };
+            rest = rest[close + 1..].trim_start_matches("::");
+            if !rest.is_empty() {
+                out.push_str("::");
+            }
+        }
+    }
+    // An inherent impl's segment (`alloc::slice::<impl [T]>::to_vec`, or
+    // `…::<impl serde::de::Deserialize for alloc::string::String>::…`):
+    // the type it is for, when that is a path, replaces what came before.
+    while let Some(at) = rest.find("::<impl ") {
+        let Some(close) = matching(rest, at + 2) else { break };
+        let inner = &rest[at + 3 + "impl ".len()..close];
+        let ty = short_name(split_top(inner, " for ").map_or(inner, |(_, ty)| ty));
+        let after = &rest[close + 1..];
+        if ty.contains("::") {
+            out.clear();
+            out.push_str(&ty);
+        } else {
+            out.push_str(&strip_generics(&rest[..at]));
+        }
+        rest = after;
+    }
+    out.push_str(&strip_generics(rest));
+    let out = out.trim_start_matches(':').trim();
+    if out.is_empty() {
+        full.to_string()
+    } else {
+        out.to_string()
+    }
+}
+
+/// `s` without its generic argument lists.
+fn strip_generics(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            // The `>` of an arrow (`Fn() -> T`) closes nothing.
+            '>' if prev != '-' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+        prev = c;
+    }
+    out
+}
+
+/// The index of the `>` that closes the `<` at `open` (arrows skipped).
+fn matching(s: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for (i, c) in s.char_indices().skip_while(|&(i, _)| i < open) {
+        match c {
+            '<' => depth += 1,
+            '>' if prev != '-' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    None
+}
+
+/// `s` split at the first `sep` outside any angle brackets.
+fn split_top<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' if prev != '-' => depth = depth.saturating_sub(1),
+            _ if depth == 0 && s[i..].starts_with(sep) => return Some((&s[..i], &s[i + sep.len()..])),
+            _ => {}
+        }
+        prev = c;
+    }
+    None
+}
+
 /// The profile of `t`.
 pub fn profile(t: &Trace, labels: &Labels) -> Profile {
     let mut strings = Strings::new();
@@ -184,8 +298,9 @@ pub fn profile(t: &Trace, labels: &Labels) -> Profile {
         let key = (name.to_string(), file.to_string());
         let fid = *function_ids.entry(key).or_insert_with(|| {
             let id = functions.len() as u64 + 1;
-            let n = strings.id(name);
-            functions.push(Function { id, name: n, system_name: n, filename: strings.id(file) });
+            let short = strings.id(&short_name(name));
+            let full = strings.id(name);
+            functions.push(Function { id, name: short, system_name: full, filename: strings.id(file) });
             id
         });
         *location_ids.entry((fid, line)).or_insert_with(|| {
@@ -240,6 +355,33 @@ mod tests {
     use prost::Message;
     use std::io::Read;
 
+    #[test]
+    fn short_names_keep_type_and_method() {
+        for (full, short) in [
+            (
+                "<serde_json::de::Deserializer<R> as serde::de::Deserializer>::deserialize_str",
+                "serde_json::de::Deserializer::deserialize_str",
+            ),
+            ("<T as alloc::borrow::ToOwned>::to_owned", "alloc::borrow::ToOwned::to_owned"),
+            ("<[T] as alloc::slice::hack::ConvertVec>::to_vec", "alloc::slice::hack::ConvertVec::to_vec"),
+            ("<&str as alloc::string::ToString>::to_string", "alloc::string::ToString::to_string"),
+            ("alloc::vec::Vec<T,A>::with_capacity", "alloc::vec::Vec::with_capacity"),
+            ("<alloc::vec::Vec<T,A> as core::clone::Clone>::clone", "alloc::vec::Vec::clone"),
+            ("core::ptr::drop_in_place<alloc::boxed::Box<dyn core::ops::Fn() -> u8>>", "core::ptr::drop_in_place"),
+            ("<<A as B>::Out as core::fmt::Debug>::fmt", "B::Out::fmt"),
+            ("subjects::codecs::json::encode::{{closure}}", "subjects::codecs::json::encode::{{closure}}"),
+            ("<alloc::string::String>::push_str", "alloc::string::String::push_str"),
+            ("malloc", "malloc"),
+            ("alloc::slice::<impl [T]>::to_vec", "alloc::slice::to_vec"),
+            (
+                "serde::de::impls::<impl serde::de::Deserialize for alloc::string::String>::deserialize",
+                "alloc::string::String::deserialize",
+            ),
+        ] {
+            assert_eq!(short_name(full), short, "{full}");
+        }
+    }
+
     /// A committed trace, exported and decoded back: totals, labels, stacks.
     #[test]
     fn an_exported_trace_decodes_to_the_same_totals() {
@@ -284,5 +426,9 @@ mod tests {
         let ids: std::collections::HashSet<u64> = p.location.iter().map(|l| l.id).collect();
         assert!(p.sample.iter().all(|x| !x.location_id.is_empty() && x.location_id.iter().all(|i| ids.contains(i))));
         assert!(p.function.iter().any(|f| s(f.name).starts_with("subjects::codecs::json")), "no subject frame");
+        // Names pprof keeps as they are (see the module's note).
+        for f in &p.function {
+            assert!(!s(f.name).starts_with("::") && !s(f.name).contains('<'), "{} for {}", s(f.name), s(f.system_name));
+        }
     }
 }
