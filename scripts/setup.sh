@@ -70,6 +70,11 @@ fi
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     apt_want+=(chromium chromium-driver)
 fi
+# Go's pprof (`go tool pprof`), which scripts/interop.py opens an exported
+# trace with, as a researcher would.
+if ! command -v go >/dev/null; then
+    apt_want+=(golang-go)
+fi
 if [ "${WB_PEERS:-0}" = 1 ]; then
     # The build-stages experiment's llvm-bolt, merge-fdata and instrumentation runtime.
     if ! command -v llvm-bolt-16 >/dev/null || [ ! -f /usr/lib/llvm-16/lib/libbolt_rt_instr.a ]; then

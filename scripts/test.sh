@@ -96,7 +96,7 @@ cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc
 # compiles); fails on any count that moved, naming the sites.
 step "allocation gate (workbench gate, experiments/gate/baseline.txt)"
 target/release/workbench gate
-# The four checks after the tests, side by side. PERF (test time): each
+# The checks after the tests, side by side. PERF (test time): each
 # leaves a core idle most of its time (Slurm's daemons and a tiny spec,
 # LaTeX, a site written once and then Chromium waiting on its driver, a
 # Python kernel): one after another they took 157 s of a cold run
@@ -142,18 +142,25 @@ check_report() {
 check_notebooks() {
     .venv/bin/python scripts/notebooks.py
 }
+# Files in the readers of their formats: a fresh Parquet export and fresh
+# records in Python polars, pyarrow and DuckDB; a trace's pprof export in
+# `go tool pprof -top`.
+check_interop() {
+    .venv/bin/python scripts/interop.py
+}
 side_by_side=(
     "slurm: a tiny spec as a job array on a one-node cluster|check_slurm"
     "paper (workbench tables, claims, paper) from HEAD's data, in a worktree|check_paper"
     "report site (workbench report) in headless Chromium|check_report"
     "notebooks (executed headless against data/)|check_notebooks"
+    "interop: Parquet in polars, pyarrow, DuckDB; pprof in go tool pprof|check_interop"
 )
 step "the Python environment (installing beside the build since setup)"
 python_env_wait
 end_phase
 phase_name=""
 echo
-echo "==> side by side: slurm, paper, report site, notebooks"
+echo "==> side by side: slurm, paper, report site, notebooks, interop"
 side_start=$SECONDS
 wt_parent="$(mktemp -d)"
 wt="$wt_parent/head"
@@ -178,6 +185,6 @@ for i in "${!side_by_side[@]}"; do
     phases+=("$(printf '%6ds  %s (side by side)' "$secs" "$name")")
     [ "$st" -eq 0 ] || failed=1
 done
-phase_name="side by side, all four"
+phase_name="side by side, all five"
 phase_start=$side_start
 [ "$failed" -eq 0 ]

@@ -96,6 +96,15 @@ fn tiny_suite_end_to_end() {
     assert!(allocs_of(&t1.dir, "zap-tcp", "dhat").iter().all(|a| *a == Some(0)));
     assert_eq!(allocs_of(&t2.dir, "zap-tcp", "dhat"), allocs_of(&t1.dir, "zap-tcp", "dhat"));
 
+    // Fresh records (a column with nulls: jemalloc has no counts) for the
+    // test command's readers in Python (scripts/interop.py: polars, pyarrow,
+    // DuckDB), where this run's temporary directory is gone.
+    let interop = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop");
+    std::fs::create_dir_all(&interop).unwrap();
+    for (name, dir) in [("alloc-profile", &first.dir), ("transport-alloc", &t1.dir)] {
+        std::fs::copy(dir.join(dataset::RECORDS), interop.join(format!("{name}.parquet"))).unwrap();
+    }
+
     // Resume: an interrupted run's finished cell is reused, not rerun.
     let hp = Path::new("heap.toml");
     let cells = runner::plan(&heap, Scale::Quick).unwrap();
