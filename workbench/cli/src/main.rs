@@ -233,7 +233,20 @@ struct CompareArgs {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ExportFormat {
+    /// Gzipped profile.proto: `go tool pprof [-diff_base]`, Perfetto.
     Pprof,
+    /// speedscope's JSON file format: bytes, allocations and bytes at the peak.
+    Speedscope,
+}
+
+impl ExportFormat {
+    /// The file name beside the trace: `<cell>` and this.
+    fn suffix(self) -> &'static str {
+        match self {
+            ExportFormat::Pprof => ".pb.gz",
+            ExportFormat::Speedscope => ".speedscope.json",
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -261,12 +274,13 @@ enum TraceCmd {
         limit: usize,
     },
     /// Write a trace in another profiler's format: `pprof` (gzipped
-    /// profile.proto, for `go tool pprof [-diff_base]`, speedscope, Perfetto).
+    /// profile.proto, for `go tool pprof [-diff_base]` and Perfetto) or
+    /// `speedscope` (its JSON file format).
     Export {
         path: PathBuf,
         #[arg(long, value_enum, default_value_t = ExportFormat::Pprof)]
         format: ExportFormat,
-        /// Where (default: beside the trace, `<cell>.pb.gz`).
+        /// Where (default: beside the trace, `<cell>.pb.gz` or `<cell>.speedscope.json`).
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
@@ -299,6 +313,14 @@ enum TraceCmd {
         /// Also draw live bytes over operations (total and top sites) here (SVG).
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Also write the timeline here as CSV (the whole heap and the 20
+        /// sites largest at the peak, exact after each point's operation),
+        /// and every site's growth after warm-up beside it (`NAME.growth.csv`).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Operations between the CSV's points (default: a thousandth, at least 1).
+        #[arg(long)]
+        every: Option<u64>,
     },
     /// The allocation tree by caller, and a flame graph SVG beside the trace.
     Tree {
@@ -680,19 +702,24 @@ fn review(cmd: TraceCmd) -> Result<()> {
             let (ta, tb) = (trace::Trace::load(&a)?, trace::Trace::load(&b)?);
             print!("{}", trace::render_diff(&ta, &tb, &trace::diff(&ta, &tb), limit));
         }
-        TraceCmd::Export { path, format: ExportFormat::Pprof, out } => {
+        TraceCmd::Export { path, format, out } => {
             let t = trace::Trace::load(&path)?;
             let out = out.unwrap_or_else(|| {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                path.with_file_name(format!("{}.pb.gz", name.trim_end_matches(".dhat.json")))
+                path.with_file_name(format!("{}{}", name.trim_end_matches(".dhat.json"), format.suffix()))
             });
-            // The dataset's revision, from the manifest of `<run>/traces/<cell>.dhat.json`.
-            let commit = path
-                .parent()
-                .and_then(Path::parent)
-                .and_then(|run| workbench::data::dataset::load_run_manifest(run).ok())
-                .map(|m| m.git_revision);
-            trace::pprof::write(&t, commit, &out)?;
+            match format {
+                ExportFormat::Pprof => {
+                    // The dataset's revision, from the manifest of `<run>/traces/<cell>.dhat.json`.
+                    let commit = path
+                        .parent()
+                        .and_then(Path::parent)
+                        .and_then(|run| workbench::data::dataset::load_run_manifest(run).ok())
+                        .map(|m| m.git_revision);
+                    trace::pprof::write(&t, commit, &out)?;
+                }
+                ExportFormat::Speedscope => trace::speedscope::write(&t, &out)?,
+            }
             println!("wrote {} ({} sites)", out.display(), t.sites.len());
         }
         TraceCmd::Live { path, at, limit, svg, against: Some(b) } => {
@@ -727,13 +754,25 @@ fn review(cmd: TraceCmd) -> Result<()> {
                 println!("wrote {}", out.display());
             }
         }
-        TraceCmd::Timeline { path, warmup, svg } => {
+        TraceCmd::Timeline { path, warmup, svg, csv, every } => {
             let e = trace::events::Events::load(&path)?;
             let warmup = warmup.unwrap_or(e.operations() / 10);
             print!("{}", trace::events::render_growth(&e, warmup));
             if let Some(out) = svg {
                 report::timeline::write_timeline(&e, &out)?;
                 println!("wrote {}", out.display());
+            }
+            if let Some(out) = csv {
+                let (peak, _) = e.resolve(trace::events::At::Peak);
+                let keys: Vec<String> = e.live_at(peak).into_iter().take(20).map(|x| x.0).collect();
+                let every = every.unwrap_or(e.operations().div_ceil(1000)).max(1);
+                std::fs::write(&out, e.timeline_csv(&keys, every))
+                    .with_context(|| format!("writing {}", out.display()))?;
+                let stem = out.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+                let growth = out.with_file_name(format!("{stem}.growth.csv"));
+                std::fs::write(&growth, e.growth_csv(warmup))
+                    .with_context(|| format!("writing {}", growth.display()))?;
+                println!("wrote {} and {}", out.display(), growth.display());
             }
         }
         TraceCmd::Tree { path, min_share, depth, svg } => {

@@ -300,6 +300,60 @@ impl Events {
         t
     }
 
+    /// The timeline as CSV: one row per point (after every `every`-th
+    /// operation), the whole heap's live bytes, blocks and highest bytes
+    /// within the operations since the point before, then the live bytes of
+    /// each site in `keys`, headed by its label (`[side] label`).
+    pub fn timeline_csv(&self, keys: &[String], every: u64) -> String {
+        let t = self.timeline(keys, every);
+        let labels = keys.iter().map(|k| {
+            (0..self.sites.len()).find(|&s| self.key(s) == *k).map_or_else(
+                || k.clone(),
+                |s| format!("[{}] {}", self.sites[s].side.map_or("?", |x| x.name()), self.sites[s].label()),
+            )
+        });
+        let mut out = units::csv_row(
+            ["operation", "live_bytes", "live_blocks", "highest_bytes"].map(String::from).into_iter().chain(labels),
+        );
+        for (i, op) in t.ops.iter().enumerate() {
+            let (bytes, blocks) = t.total[i];
+            let fixed = [op + 1, bytes as u64, blocks as u64, t.high[i] as u64].map(|v| v.to_string());
+            out += &units::csv_row(fixed.into_iter().chain(t.sites.iter().map(|(_, v)| v[i].to_string())));
+        }
+        out
+    }
+
+    /// [`Events::growth`] as CSV: one row per site, its side, label and
+    /// stack, live bytes at the end of warm-up and at the end, the slope in
+    /// bytes per operation, how many new highs, and whether it leaks.
+    pub fn growth_csv(&self, warmup: u64) -> String {
+        let mut out = units::csv_row([
+            "side",
+            "site",
+            "stack",
+            "warmup_ops",
+            "from_bytes",
+            "to_bytes",
+            "bytes_per_op",
+            "new_highs",
+            "leak",
+        ]);
+        for g in self.growth(warmup) {
+            out += &units::csv_row([
+                g.site.side.map_or("?", |x| x.name()).to_string(),
+                g.site.label(),
+                g.key.clone(),
+                warmup.to_string(),
+                g.from.to_string(),
+                g.to.to_string(),
+                format!("{}", g.slope),
+                g.new_highs.to_string(),
+                g.leak.to_string(),
+            ]);
+        }
+        out
+    }
+
     /// The operation after which the whole heap was largest, and its bytes.
     pub fn peak(&self) -> Option<(u64, i64)> {
         let t = self.timeline(&[], 1);

@@ -31,6 +31,7 @@
 //!   differential allocation flame graph of two traces;
 //! - [`render`]: the text of `trace top` and `trace diff`;
 //! - [`pprof`]: a trace as pprof's `profile.proto` (`trace export`);
+//! - [`speedscope`]: a trace as a speedscope file (`trace export`);
 //! - [`events`]: the events build's file: the heap by site over the
 //!   operation index (`trace live`, `trace timeline`).
 
@@ -41,6 +42,7 @@ pub mod frame;
 pub mod pprof;
 pub mod render;
 pub mod site;
+pub mod speedscope;
 pub mod tree;
 
 pub use diff::{diff, Delta};

@@ -101,3 +101,33 @@ mod tests {
         assert_eq!(count(77_003_469.4), "77,003,469");
     }
 }
+
+/// One CSV row (RFC 4180): fields joined by commas, a field quoted when it
+/// holds a comma, a quote or a line break (its quotes doubled), and the
+/// line ended.
+pub fn csv_row<S: AsRef<str>>(fields: impl IntoIterator<Item = S>) -> String {
+    let mut o = String::new();
+    for (i, f) in fields.into_iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        let f = f.as_ref();
+        if f.contains([',', '"', '\n', '\r']) {
+            o.push('"');
+            o.push_str(&f.replace('"', "\"\""));
+            o.push('"');
+        } else {
+            o.push_str(f);
+        }
+    }
+    o.push('\n');
+    o
+}
+
+#[cfg(test)]
+mod csv_tests {
+    #[test]
+    fn csv_rows_quote_what_needs_it() {
+        assert_eq!(super::csv_row(["a", "b,c", "say \"hi\"", ""]), "a,\"b,c\",\"say \"\"hi\"\"\",\n");
+    }
+}

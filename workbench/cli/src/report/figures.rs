@@ -229,15 +229,44 @@ pub(crate) fn write_both(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'
         draw_lines(area.clone(), lines, chart, 2.0)?;
         area.present().map_err(|e| anyhow!("drawing {}: {e:?}", png.display()))?;
     }
-    Ok(vec![svg, png])
+    Ok(vec![svg, png, dir.join(format!("{name}.csv"))])
 }
 
 /// Draws `name.svg` alone (1100×560), with its hover targets: for pages
-/// that show it and nothing that prints it (the report's histories).
+/// that show it and nothing that prints it (the report's histories). Its
+/// points go to `name.csv` beside it ([`write_csv`]).
 pub(crate) fn write_svg(dir: &Path, name: &str, lines: &[Line], chart: &Chart<'_>) -> Result<PathBuf> {
     let svg = dir.join(format!("{name}.svg"));
     svg_with_hovers(&svg, (1100, 560), |area| draw_lines(area, lines, chart, 1.0))?;
+    write_csv(dir, name, &[(lines, chart)])?;
     Ok(svg)
+}
+
+/// Writes the points a figure draws to `name.csv` beside it, one row a
+/// point, exact (not the axis's rounding): its line, then x and y, the
+/// header naming the axes (`line,payload bytes,allocations`). A figure of
+/// two panels leads each row with its panel's title and heads x and y
+/// plainly. So what a figure shows opens in any spreadsheet or data frame,
+/// as memray's CSV does.
+pub(crate) fn write_csv(dir: &Path, name: &str, panels: &[(&[Line], &Chart<'_>)]) -> Result<PathBuf> {
+    let path = dir.join(format!("{name}.csv"));
+    let mut out = match panels {
+        [(_, c)] => units::csv_row(["line", c.x_desc, c.y_desc]),
+        _ => units::csv_row(["panel", "line", "x", "y"]),
+    };
+    for (lines, c) in panels {
+        for l in lines.iter() {
+            for p in &l.points {
+                let (x, y) = (p.0.to_string(), p.1.to_string());
+                out += &match panels.len() {
+                    1 => units::csv_row([l.label.as_str(), &x, &y]),
+                    _ => units::csv_row([c.title.as_str(), &l.label, &x, &y]),
+                };
+            }
+        }
+    }
+    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// Draws two charts side by side into `name.svg` (1800×560) and `name.png`.
@@ -262,7 +291,8 @@ pub(crate) fn write_pair(
         draw_lines(r, right.0, right.1, 2.0)?;
         root.present().map_err(|e| anyhow!("drawing {}: {e:?}", png.display()))?;
     }
-    Ok(vec![svg, png])
+    let csv = write_csv(dir, name, &[left, right])?;
+    Ok(vec![svg, png, csv])
 }
 
 #[cfg(test)]

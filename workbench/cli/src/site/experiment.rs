@@ -80,6 +80,9 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
             if svg.with_extension("png").exists() {
                 links += &format!(" and {}", link(&format!("figures/{stem}.png"), "PNG"));
             }
+            if svg.with_extension("csv").exists() {
+                links += &format!("; its points as {}", link(&format!("figures/{stem}.csv"), "CSV"));
+            }
             figures += &format!(
                 "<figure id=\"figure-{stem}\">\n{inline}\n<figcaption>{} — hover a point for its exact value; \
                  {links} for the paper.</figcaption>\n</figure>\n",
@@ -257,7 +260,7 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     Ok(Written { runs: all.len(), traces: trace_rows.len(), compares: compares.len(), newest_compare })
 }
 
-/// Copies `<name>.svg` and `.png` from `from` into `to`; `None` when the
+/// Copies `<name>.svg`, `.png` and `.csv` from `from` into `to`; `None` when the
 /// SVG is not there (the figure is then drawn).
 fn copy_figure(from: &Path, to: &Path, name: &str) -> Result<Option<Vec<std::path::PathBuf>>> {
     let svg = from.join(format!("{name}.svg"));
@@ -265,7 +268,8 @@ fn copy_figure(from: &Path, to: &Path, name: &str) -> Result<Option<Vec<std::pat
         return Ok(None);
     }
     let mut out = Vec::new();
-    for file in [svg, from.join(format!("{name}.png"))].into_iter().filter(|f| f.exists()) {
+    let others = ["png", "csv"].map(|ext| from.join(format!("{name}.{ext}")));
+    for file in std::iter::once(svg).chain(others).filter(|f| f.exists()) {
         let dest = to.join(file.file_name().unwrap_or_default());
         std::fs::copy(&file, &dest).with_context(|| format!("copying {} to {}", file.display(), dest.display()))?;
         out.push(dest);

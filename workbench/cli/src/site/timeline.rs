@@ -46,9 +46,14 @@ pub fn write(site: &Pages, dataset_dir: &str, path: &Path) -> Result<Written> {
     body += &format!(
         "<h2 id=\"chart\">Live bytes over operations</h2>\n<figure>\n{inline}\n<figcaption>After each operation \
          (message or query), exact at every point drawn; hover a point for its value. A transient buffer freed \
-         within an operation is not on it (the dhat build's peak is).</figcaption>\n</figure>\n"
+         within an operation is not on it (the dhat build's peak is). Its points as {}; every site's growth \
+         after warm-up as {}.</figcaption>\n</figure>\n",
+        link(&format!("{cell}.timeline.csv"), "CSV"),
+        link(&format!("{cell}.growth.csv"), "CSV"),
     );
     let warmup = e.operations() / 10;
+    let growth_csv = site.file(&format!("{dataset_dir}/timelines/{cell}.growth.csv"))?;
+    std::fs::write(&growth_csv, e.growth_csv(warmup)).with_context(|| format!("writing {}", growth_csv.display()))?;
     let growth = e.growth(warmup);
     let leaks = growth.iter().filter(|g| g.leak).count();
     body += &format!(
