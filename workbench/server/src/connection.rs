@@ -176,10 +176,7 @@ impl Conn {
         // a flight larger than one read (a chain of 64 is ~6 KiB) is one
         // worker job and one write, not one per read.
         let mut got = false;
-        loop {
-            let Some((want, limit)) = read_room(inbuf.len(), pending_len(inbuf), sh.cfg.max_frame) else {
-                break;
-            };
+        while let Some((want, limit)) = read_room(inbuf.len(), pending_len(inbuf), sh.cfg.max_frame) {
             grow_towards(inbuf, want, limit);
             let room = inbuf.capacity() - inbuf.len();
             match stream.try_read_buf(inbuf) {
