@@ -181,7 +181,10 @@ fn tiny_suite_end_to_end() {
     assert!(md.contains("| ZAP | 64 B | 0 | 0 | 0 B | 0 | 0 B | 0 B |"), "{md}");
     assert!(std::fs::read_to_string(out.join("paper/generated/heap-growth.tex")).unwrap().contains("\\toprule"));
     let figs = report::write_figures(&out, &opts.data, Scale::Quick).unwrap();
-    assert_eq!(figs.len(), 2);
+    // The heap-growth figure: SVG, PNG, and its points as CSV.
+    assert_eq!(figs.len(), 3);
+    let csv = std::fs::read_to_string(&figs[2]).unwrap();
+    assert!(csv.starts_with("panel,line,x,y\n") && csv.lines().count() > 2, "{csv}");
     let snapshot = |paths: &[PathBuf]| paths.iter().map(|p| std::fs::read(p).unwrap()).collect::<Vec<_>>();
     let before = snapshot(&[written.clone(), figs.clone()].concat());
     report::write_tables(&out, &opts.data, Scale::Quick).unwrap();

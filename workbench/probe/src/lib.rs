@@ -62,6 +62,7 @@ pub mod cell;
 pub mod events;
 pub mod rss;
 pub mod sides;
+pub mod smaps;
 
 pub use cell::Cell;
 

@@ -90,8 +90,11 @@ pub mod throughput {
         Peer(Peer),
         Query(Query),
         Rss(Rss),
+        Anatomy(Anatomy),
         Floor(Floor),
     }
+
+    pub use super::anatomy::Anatomy;
 
     /// The peer engine (ClickHouse in chDB), once per threads setting:
     /// measured (`available`) or why not.
@@ -153,9 +156,39 @@ pub mod throughput {
     }
 }
 
+/// Where the server's resident set came from after one round of one query
+/// of the mix (`probe::smaps`, from `/proc/<pid>/smaps`): bytes by part,
+/// which sum to `rss_bytes`.
+pub mod anatomy {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Anatomy {
+        pub engine: String,
+        pub query: String,
+        pub concurrency: u64,
+        pub round: u64,
+        pub rows: u64,
+        /// The binary's executable mapping: resident, and its whole size.
+        pub text_bytes: u64,
+        pub text_size_bytes: u64,
+        /// The binary's other mappings (read-only data, relocations, data).
+        pub binary_other_bytes: u64,
+        /// Other file-backed mappings: shared libraries, the vdso.
+        pub files_bytes: u64,
+        /// The brk heap.
+        pub heap_bytes: u64,
+        /// Thread stacks.
+        pub stack_bytes: u64,
+        /// Other anonymous memory: malloc's mmap'd arenas and large blocks.
+        pub anon_bytes: u64,
+        pub rss_bytes: u64,
+    }
+}
+
 /// build-stages: per stage, the binary, then throughput's records.
 pub mod build_stages {
-    use super::throughput::{Peer, Query, Rss};
+    use super::throughput::{Anatomy, Peer, Query, Rss};
     use super::Floor;
     use crate::runner::BuildFailed;
     use serde::{Deserialize, Serialize};
@@ -181,6 +214,7 @@ pub mod build_stages {
         Peer(Peer),
         Query(Query),
         Rss(Rss),
+        Anatomy(Anatomy),
         Floor(Floor),
         #[serde(rename = "build-failed")]
         BuildFailed(BuildFailed),

@@ -3,19 +3,30 @@
 //! concurrency, and the server's RSS through the mix (median and peak of
 //! the 100 ms samples); a stage that could not be built shows the error.
 //! Figure: RSS over the run, one line per stage.
+//!
+//! [`ANATOMY`]: where each stage's resident set came from after the mix
+//! (`probe::smaps`: the binary's text as pages resident of its whole, the
+//! rest of the binary, libraries, the brk heap, thread stacks, other
+//! anonymous memory), medians over the runs with their ranges; the figure
+//! stacks the parts per stage.
 
 use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, source_of, Table, TableCell};
+use crate::report::figures::{extent, write_both, write_stacked, Chart, Line, Stack};
+use crate::report::tables::{dash, source_of, stats_of, Table, TableCell};
 use anyhow::Result;
 use records::server::build_stages::Record;
-use records::server::throughput::{Query, Rss};
+use records::server::throughput::{Anatomy, Query, Rss};
 use records::server::QUERIES;
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::BuildStages, table, Some(figure));
+
+/// The resident set's anatomy per stage: a table and a stacked figure of
+/// its own, from the same dataset.
+pub const ANATOMY: Report =
+    Report { name: "build-stages-anatomy", table: anatomy_table, figure: Some(anatomy_figure), ..REPORT };
 
 /// A run's records, each with its build stage, in the order written.
 #[derive(Default)]
@@ -24,6 +35,7 @@ struct Data {
     failed: Vec<(String, String)>,
     queries: Vec<(String, Query)>,
     rss: Vec<(String, u64, Rss)>,
+    anatomy: Vec<(String, u64, Anatomy)>,
 }
 
 impl Data {
@@ -39,9 +51,21 @@ impl Data {
                 Record::BuildFailed(f) => d.failed.push((v, f.error)),
                 Record::Query(q) => d.queries.push((v, q)),
                 Record::Rss(x) => d.rss.push((v, r.cell.rep, x)),
+                Record::Anatomy(a) => d.anatomy.push((v, r.cell.rep, a)),
             }
         }
         Ok(d)
+    }
+
+    /// Per run of `variant`: the anatomy after the mix (its last sample).
+    fn after_mix(&self, variant: &str) -> Vec<&Anatomy> {
+        let mut last: std::collections::BTreeMap<u64, &Anatomy> = std::collections::BTreeMap::new();
+        for (v, rep, a) in &self.anatomy {
+            if v == variant {
+                last.insert(*rep, a);
+            }
+        }
+        last.into_values().collect()
     }
 
     fn rss<'a>(&'a self, variant: &'a str) -> impl Iterator<Item = (u64, &'a Rss)> + 'a {
@@ -132,6 +156,89 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_fmt: &|v| fmt::si_bytes(*v),
     };
     write_both(dir, REPORT.name, &lines, &chart)
+}
+
+/// The parts of the resident set, in the order stacked: what each is
+/// called and reads from a sample.
+type Part = (&'static str, fn(&Anatomy) -> u64);
+
+const PARTS: [Part; 6] = [
+    ("Text (resident)", |a| a.text_bytes),
+    ("Rest of the binary", |a| a.binary_other_bytes),
+    ("Libraries", |a| a.files_bytes),
+    ("Heap (brk)", |a| a.heap_bytes),
+    ("Thread stacks", |a| a.stack_bytes),
+    ("Other anonymous", |a| a.anon_bytes),
+];
+
+const PAGE: f64 = 4096.0;
+
+/// `median [min, max]` of `f` over `samples`, formatted by `show`.
+fn ranged(samples: &[&Anatomy], f: impl Fn(&Anatomy) -> f64, show: impl Fn(f64) -> String) -> TableCell {
+    let v: Vec<f64> = samples.iter().map(|a| f(a)).collect();
+    match stats_of(&v) {
+        Some((mid, lo, hi)) if v.len() > 1 => TableCell::ranged(show(mid), show(lo), show(hi)),
+        Some((mid, _, _)) => TableCell::from(show(mid)),
+        None => TableCell::from(dash()),
+    }
+}
+
+fn anatomy_table(run: &Run) -> Result<Table> {
+    let mut header = vec!["Build", "Text pages resident", "Of the text"];
+    header.extend(PARTS.iter().skip(1).map(|p| p.0));
+    header.push("RSS");
+    let d = Data::of(run)?;
+    let mut rows = Vec::new();
+    let mut runs = 0;
+    for v in run.manifest.spec.variants_at(run.manifest.scale) {
+        let after = d.after_mix(v);
+        if after.is_empty() {
+            continue;
+        }
+        runs = runs.max(after.len());
+        let mut row = vec![TableCell::keyed(stage_name(v), v)];
+        row.push(ranged(&after, |a| (a.text_bytes as f64 / PAGE).round(), |x| fmt::thousands(x as u64)));
+        row.push(ranged(
+            &after,
+            |a| 100.0 * a.text_bytes as f64 / (a.text_size_bytes as f64).max(1.0),
+            |x| format!("{x:.1} %"),
+        ));
+        for (_, f) in PARTS.iter().skip(1) {
+            row.push(ranged(&after, |a| f(a) as f64, fmt::bytes));
+        }
+        row.push(ranged(&after, |a| a.rss_bytes as f64, fmt::bytes));
+        rows.push(row);
+    }
+    let caption = format!(
+        "Where each build's resident set comes from after the query mix, from the server's /proc/<pid>/smaps: the \
+         binary's text as 4 KiB pages resident and as a share of the whole text, then the other parts; \
+         medians [min, max] over {runs} run(s)."
+    );
+    Ok(Table { name: ANATOMY.name, caption, header, rows, source: source_of(run) })
+}
+
+fn anatomy_figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
+    let d = Data::of(run)?;
+    let mut bars = Vec::new();
+    for v in run.manifest.spec.variants_at(run.manifest.scale) {
+        let after = d.after_mix(v);
+        if after.is_empty() {
+            continue;
+        }
+        let parts = PARTS
+            .iter()
+            .map(|(name, f)| {
+                let v: Vec<f64> = after.iter().map(|a| f(a) as f64).collect();
+                (name.to_string(), stats_of(&v).map_or(0.0, |s| s.0))
+            })
+            .collect();
+        bars.push(Stack { label: stage_name(v).to_string(), parts });
+    }
+    if bars.is_empty() {
+        return Ok(Vec::new());
+    }
+    let title = format!("Resident set after the mix by part, per build (medians; {})", run.manifest.run_id);
+    write_stacked(dir, ANATOMY.name, &title, "resident bytes", &bars)
 }
 
 #[cfg(test)]

@@ -203,6 +203,7 @@ fn svg_with_hovers(
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
 
+use crate::fmt::si_bytes;
 pub use crate::fmt::xml_escape;
 
 thread_local! {
@@ -267,6 +268,109 @@ pub(crate) fn write_csv(dir: &Path, name: &str, panels: &[(&[Line], &Chart<'_>)]
     }
     std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// One bar of a stacked bar chart: its label and its parts' values, in the
+/// order stacked (from the axis outwards).
+pub struct Stack {
+    pub label: String,
+    pub parts: Vec<(String, f64)>,
+}
+
+fn draw_stacked<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    bars: &[Stack],
+    title: &str,
+    x_desc: &str,
+    scale: f64,
+) -> Result<Vec<Hit>>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing: {e:?}");
+    area.fill(&WHITE).map_err(err)?;
+    let px = |v: f64| (v * scale) as u32;
+    let top = bars.iter().map(|b| b.parts.iter().map(|p| p.1).sum::<f64>()).fold(1.0, f64::max);
+    let title = MARK.with(|m| match &*m.borrow() {
+        Some(mark) => format!("{title} — {mark}"),
+        None => title.to_string(),
+    });
+    let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
+    let y_fmt = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) => labels.get(*i).map_or(String::new(), |l| l.to_string()),
+        _ => String::new(),
+    };
+    let mut chart = ChartBuilder::on(&area)
+        .caption(&title, ("sans-serif", px(20.0)))
+        .margin(px(12.0))
+        .margin_right(px(24.0))
+        .x_label_area_size(px(45.0))
+        .y_label_area_size(px(130.0))
+        .build_cartesian_2d(0f64..top * 1.05, (0..bars.len()).into_segmented())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(x_desc)
+        .label_style(("sans-serif", px(13.0)))
+        .axis_desc_style(("sans-serif", px(14.0)))
+        .x_label_formatter(&|v| si_bytes(*v))
+        .y_label_formatter(&y_fmt)
+        .y_labels(bars.len())
+        .draw()
+        .map_err(err)?;
+    let parts: Vec<&str> = bars.first().map_or(Vec::new(), |b| b.parts.iter().map(|p| p.0.as_str()).collect());
+    let mut hits = Vec::new();
+    for (k, part) in parts.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let mut rects = Vec::new();
+        for (i, b) in bars.iter().enumerate() {
+            let from: f64 = b.parts.iter().take(k).map(|p| p.1).sum();
+            let v = b.parts.get(k).map_or(0.0, |p| p.1);
+            let (y0, y1) = (SegmentValue::Exact(i), SegmentValue::Exact(i + 1));
+            rects.push(Rectangle::new([(from, y0), (from + v, y1)], color.filled()));
+            let (x, y) = chart.backend_coord(&(from + v / 2.0, SegmentValue::CenterOf(i)));
+            hits.push(Hit { x, y, text: format!("{}: {part} = {} B", b.label, v) });
+        }
+        chart
+            .draw_series(rects)
+            .map_err(err)?
+            .label(*part)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", px(13.0)))
+        .draw()
+        .map_err(err)?;
+    Ok(hits)
+}
+
+/// Draws `name.svg` (1100×560, each part's exact value a hover target) and
+/// `name.png` (twice the size): one horizontal bar a stack, its parts
+/// stacked in the palette's colours; the values go to `name.csv` beside
+/// them (bar, part, value).
+pub(crate) fn write_stacked(dir: &Path, name: &str, title: &str, x_desc: &str, bars: &[Stack]) -> Result<Vec<PathBuf>> {
+    let svg = dir.join(format!("{name}.svg"));
+    svg_with_hovers(&svg, (1100, 560), |area| draw_stacked(area, bars, title, x_desc, 1.0))?;
+    let png = dir.join(format!("{name}.png"));
+    {
+        let area = BitMapBackend::new(&png, (2200, 1120)).into_drawing_area();
+        draw_stacked(area.clone(), bars, title, x_desc, 2.0)?;
+        area.present().map_err(|e| anyhow!("drawing {}: {e:?}", png.display()))?;
+    }
+    let csv = dir.join(format!("{name}.csv"));
+    let mut out = units::csv_row(["bar", "part", x_desc]);
+    for b in bars {
+        for (part, v) in &b.parts {
+            out += &units::csv_row([b.label.as_str(), part, &v.to_string()]);
+        }
+    }
+    std::fs::write(&csv, out).with_context(|| format!("writing {}", csv.display()))?;
+    Ok(vec![svg, png, csv])
 }
 
 /// Draws two charts side by side into `name.svg` (1800×560) and `name.png`.

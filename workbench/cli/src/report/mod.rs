@@ -112,7 +112,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::RoundtripLatencyOpen => &[roundtrip_latency::OPEN],
         E::InstrumentationCost => &[instrumentation_cost::REPORT],
         E::DatastoreQueries => &[datastore_queries::REPORT],
-        E::BuildStages => &[build_stages::REPORT],
+        E::BuildStages => &[build_stages::REPORT, build_stages::ANATOMY],
         E::ConnectionScaling => &[connection_scaling::REPORT],
         E::PipelineDepth => &[pipeline_depth::REPORT],
         E::IoWakeup => &[io_wakeup::REPORT],

@@ -40,6 +40,8 @@ impl Data {
                 Record::Rss(x) => d.rss.push((r.cell.variant.to_string(), x)),
                 Record::Peer(p) => d.peers.push(p),
                 Record::Floor(f) => d.floors.push(f),
+                // The resident set's parts: build-stages' anatomy table reads them.
+                Record::Anatomy(_) => {}
             }
         }
         Ok(d)

@@ -7,7 +7,8 @@
 //! axes are the spec's `params`, which the cell walks itself (connections
 //! grow within one server's life, so they cannot be separate processes).
 //! Cells run interleaved (repetition → payload → codec → variant) so that
-//! codecs alternate A, B, A, B rather than running in blocks. Each finished
+//! codecs alternate A, B, A, B rather than running in blocks; a server
+//! experiment's builds (repetition → variant) alternate A, B, B, A. Each finished
 //! cell's records are written to the run's staging directory at once; a run
 //! that is interrupted and started again reuses them and runs only the rest.
 
@@ -91,7 +92,14 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
     let mut out = Vec::new();
     if spec.target == Target::DatastoreServer {
         for rep in 0..s.repetitions {
-            for variant in variants {
+            // Builds interleaved round by round, their order reversed every
+            // other round, so that no build always runs first (on a machine
+            // still settling) or last (after the others warmed its caches).
+            let order: Vec<&String> = match rep % 2 {
+                0 => variants.iter().collect(),
+                _ => variants.iter().rev().collect(),
+            };
+            for variant in order {
                 // `work_dir` and `trace` are filled in when the cell runs.
                 let cell = serde_json::to_value(Cell {
                     experiment: spec.experiment,
@@ -856,6 +864,18 @@ mod tests {
         let found: Vec<String> = measured_elsewhere(&staging, &ids, &here).into_iter().map(|(id, _)| id).collect();
         std::fs::remove_dir_all(&staging).unwrap();
         assert_eq!(found, ["other-host", "other-cpu", "unrecorded"]);
+    }
+
+    #[test]
+    fn a_server_experiments_builds_alternate_round_by_round() {
+        let text = "experiment = \"build-stages\"\ntarget = \"datastore-server\"\nvariants = [\"o3\", \"thinlto\", \"fatlto\"]\n[quick]\nrepetitions = 3\n[full]\n";
+        let spec = Spec::parse(text, Path::new("b.toml")).unwrap();
+        let order: Vec<(u32, String)> =
+            plan(&spec, Scale::Quick).unwrap().into_iter().map(|c| (c.rep, c.variant)).collect();
+        let want = [(0, "o3"), (0, "thinlto"), (0, "fatlto"), (1, "fatlto"), (1, "thinlto"), (1, "o3")];
+        let want: Vec<(u32, String)> =
+            want.iter().chain(&[(2, "o3"), (2, "thinlto"), (2, "fatlto")]).map(|(r, v)| (*r, v.to_string())).collect();
+        assert_eq!(order, want);
     }
 
     #[test]

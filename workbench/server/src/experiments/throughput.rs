@@ -42,7 +42,7 @@ use super::{percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::throughput::{Params, Peer as PeerRecord, Query, Record, Rss};
+use records::server::throughput::{Anatomy, Params, Peer as PeerRecord, Query, Record, Rss};
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -181,6 +181,24 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
                                     .with_context(|| format!("{engine}: {name} at {c} client(s)"))?;
                                 let n = lat.len();
                                 emit_query(out, engine, name, c, round, rows, lat, secs, n as u64, None)?;
+                                // Where its resident set came from, after the round.
+                                if let Some(a) = probe::smaps::Anatomy::read(server.pid()) {
+                                    out.emit(&Record::Anatomy(Anatomy {
+                                        engine: engine.to_string(),
+                                        query: name.to_string(),
+                                        concurrency: c as u64,
+                                        round: round as u64,
+                                        rows,
+                                        text_bytes: a.text,
+                                        text_size_bytes: a.text_size,
+                                        binary_other_bytes: a.binary_other,
+                                        files_bytes: a.files,
+                                        heap_bytes: a.heap,
+                                        stack_bytes: a.stacks,
+                                        anon_bytes: a.anon,
+                                        rss_bytes: a.rss(),
+                                    }))?;
+                                }
                                 done += 1;
                                 progress(done, total);
                             }
