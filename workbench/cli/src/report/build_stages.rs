@@ -211,8 +211,9 @@ fn anatomy_table(run: &Run) -> Result<Table> {
     }
     let caption = format!(
         "Where each build's resident set comes from after the query mix, from the server's /proc/<pid>/smaps: the \
-         binary's text as 4 KiB pages resident and as a share of the whole text, then the other parts; \
-         medians [min, max] over {runs} run(s)."
+         binary's text as 4 KiB pages resident (the kernel maps up to 64 KiB around each fault, so not only \
+         pages executed) and as a share of the whole text, then the other parts; medians [min, max] over {runs} \
+         run(s)."
     );
     Ok(Table { name: ANATOMY.name, caption, header, rows, source: source_of(run) })
 }
@@ -278,5 +279,47 @@ mod tests {
         let thin = t.rows.iter().find(|r| r[0].text == "+ ThinLTO").unwrap();
         assert_eq!(thin[1].text, "not built");
         assert!(t.caption.contains("Not built: + ThinLTO: lld: not found."), "{}", t.caption);
+    }
+
+    #[test]
+    fn the_anatomy_reads_each_runs_last_sample() {
+        let sample = |round: u64, text: u64| {
+            Record::Anatomy(Anatomy {
+                engine: "ours".into(),
+                query: QUERIES[2].0.into(),
+                concurrency: 4,
+                round,
+                rows: 10,
+                text_bytes: text * 4096,
+                text_size_bytes: 1000 * 4096,
+                binary_other_bytes: 1 << 20,
+                files_bytes: 2 << 20,
+                heap_bytes: 0,
+                stack_bytes: 64 << 10,
+                anon_bytes: 5 << 20,
+                rss_bytes: text * 4096 + (8 << 20) + (64 << 10),
+            })
+        };
+        let rows = vec![
+            // The earlier round is not the one after the mix.
+            (server("o3", 0), sample(0, 900)),
+            (server("o3", 0), sample(1, 100)),
+            (server("o3", 1), sample(1, 300)),
+            (server("o3", 2), sample(1, 200)),
+        ];
+        let r = run("build-stages", None, &rows);
+        let t = anatomy_table(&r).unwrap();
+        let o3 = &t.rows[0];
+        assert_eq!(o3[0].key.as_deref(), Some("o3"));
+        assert_eq!(o3[1].text, "200");
+        assert_eq!(o3[1].range, Some(("100".into(), "300".into())));
+        assert_eq!(o3[2].text, "20.0 %");
+        assert!(t.caption.contains("over 3 run(s)"), "{}", t.caption);
+        let dir = std::env::temp_dir().join(format!("wb-anatomy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = anatomy_figure(&dir, &r).unwrap();
+        let csv = std::fs::read_to_string(&files[2]).unwrap();
+        assert!(csv.contains("O3 (release),Text (resident),819200\n"), "{csv}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

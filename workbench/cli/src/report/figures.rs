@@ -300,13 +300,18 @@ where
         SegmentValue::CenterOf(i) => labels.get(*i).map_or(String::new(), |l| l.to_string()),
         _ => String::new(),
     };
-    let mut chart = ChartBuilder::on(&area)
+    // The legend in a column of its own, as the line charts have it.
+    let (plot, legend) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(px(190.0)));
+    // n segments for n bars (an integer range is inclusive); one bar still
+    // gets a range that is not empty.
+    let last = bars.len().saturating_sub(1).max(1);
+    let mut chart = ChartBuilder::on(&plot)
         .caption(&title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
         .margin_right(px(24.0))
         .x_label_area_size(px(45.0))
         .y_label_area_size(px(130.0))
-        .build_cartesian_2d(0f64..top * 1.05, (0..bars.len()).into_segmented())
+        .build_cartesian_2d(0f64..top * 1.05, (0..last).into_segmented())
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -327,25 +332,20 @@ where
         for (i, b) in bars.iter().enumerate() {
             let from: f64 = b.parts.iter().take(k).map(|p| p.1).sum();
             let v = b.parts.get(k).map_or(0.0, |p| p.1);
-            let (y0, y1) = (SegmentValue::Exact(i), SegmentValue::Exact(i + 1));
+            let y1 = if i + 1 >= last + 1 { SegmentValue::Last } else { SegmentValue::Exact(i + 1) };
+            let y0 = SegmentValue::Exact(i);
             rects.push(Rectangle::new([(from, y0), (from + v, y1)], color.filled()));
             let (x, y) = chart.backend_coord(&(from + v / 2.0, SegmentValue::CenterOf(i)));
             hits.push(Hit { x, y, text: format!("{}: {part} = {} B", b.label, v) });
         }
-        chart
-            .draw_series(rects)
-            .map_err(err)?
-            .label(*part)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        chart.draw_series(rects).map_err(err)?;
+        let (row, top) = (px(20.0) as i32, px(48.0) as i32);
+        let y = top + k as i32 * row;
+        let half = px(6.0) as i32;
+        legend.draw(&Rectangle::new([(0, y - half), (px(14.0) as i32, y + half)], color.filled())).map_err(err)?;
+        let style = ("sans-serif", px(13.0)).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+        legend.draw(&Text::new(part.to_string(), (px(22.0) as i32, y), style)).map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", px(13.0)))
-        .draw()
-        .map_err(err)?;
     Ok(hits)
 }
 
@@ -354,6 +354,7 @@ where
 /// stacked in the palette's colours; the values go to `name.csv` beside
 /// them (bar, part, value).
 pub(crate) fn write_stacked(dir: &Path, name: &str, title: &str, x_desc: &str, bars: &[Stack]) -> Result<Vec<PathBuf>> {
+    register_font()?;
     let svg = dir.join(format!("{name}.svg"));
     svg_with_hovers(&svg, (1100, 560), |area| draw_stacked(area, bars, title, x_desc, 1.0))?;
     let png = dir.join(format!("{name}.png"));
