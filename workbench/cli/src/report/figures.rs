@@ -332,7 +332,7 @@ where
         for (i, b) in bars.iter().enumerate() {
             let from: f64 = b.parts.iter().take(k).map(|p| p.1).sum();
             let v = b.parts.get(k).map_or(0.0, |p| p.1);
-            let y1 = if i + 1 >= last + 1 { SegmentValue::Last } else { SegmentValue::Exact(i + 1) };
+            let y1 = if i >= last { SegmentValue::Last } else { SegmentValue::Exact(i + 1) };
             let y0 = SegmentValue::Exact(i);
             rects.push(Rectangle::new([(from, y0), (from + v, y1)], color.filled()));
             let (x, y) = chart.backend_coord(&(from + v / 2.0, SegmentValue::CenterOf(i)));
