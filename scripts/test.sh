@@ -125,6 +125,16 @@ check_paper() {
     target/release/workbench --root "$wt" tables >/dev/null
     target/release/workbench --root "$wt" tables --scale full >/dev/null
     target/release/workbench --root "$wt" paper
+    # Layout: no box wider than the text by more than 10 pt (a table past
+    # the margin), named by where LaTeX found it.
+    local wide
+    wide=$(grep -E '^Overfull \\hbox \(([0-9]+\.[0-9]+)pt too wide\)' "$wt/paper/build/main.log" \
+        | awk '{ w = $3; sub(/^\(/, "", w); sub(/pt$/, "", w); if (w + 0 > 10) print }' || true)
+    if [ -n "$wide" ]; then
+        echo "$wide"
+        echo "test: the paper has boxes more than 10 pt wider than the text (paper/build/main.log)" >&2
+        return 1
+    fi
     if [ -n "$(git -C "$wt" status --porcelain -- paper/generated)" ]; then
         git -C "$wt" status --short -- paper/generated
         echo "test: paper/generated differs from what the committed data generates; run workbench tables/paper and commit" >&2

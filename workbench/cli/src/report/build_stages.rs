@@ -154,6 +154,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: (0.0, ymax * 1.15),
         x_fmt: &|v| fmt::sig3(*v),
         y_fmt: &|v| fmt::si_bytes(*v),
+        x_marks: &[],
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }

@@ -10,7 +10,7 @@ use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, row, source_of, Table};
+use crate::report::tables::{col, dash, row, source_of, Table, TableCell};
 use anyhow::Result;
 use records::server::connection_scaling::{Failed, Peer, Record};
 use std::path::{Path, PathBuf};
@@ -183,16 +183,21 @@ fn table(run: &Run) -> Result<Table> {
                 (Some(a), Some(b)) if dn > 0.0 => fmt::bytes((a - b) / dn),
                 _ => dash(),
             };
-            rows.push(row![
-                server_name(&server, &variant),
-                fmt::thousands(n),
+            let mut row = row![
                 fmt::bytes(rss),
                 rss0.map_or_else(dash, |r| fmt::bytes(rss - r)),
                 per(Some(rss), rss0),
                 live.map_or_else(dash, fmt::bytes),
                 per(live, live0),
                 at(&p, &server, &variant, n, |s| s.threads).map_or_else(dash, fmt::count),
-            ]);
+            ];
+            // Found by the server and build as recorded (`ours/system`) and the count.
+            let named = [
+                TableCell::keyed(server_name(&server, &variant), format!("{server}/{variant}")),
+                TableCell::keyed(fmt::thousands(n), n),
+            ];
+            row.splice(0..0, named);
+            rows.push(row);
         }
     }
     let reps = run.manifest.spec.scale(run.manifest.scale).repetitions;
@@ -214,7 +219,7 @@ fn table(run: &Run) -> Result<Table> {
             "Connections",
             "RSS",
             "RSS growth",
-            "RSS / connection",
+            col::RSS_PER_CONNECTION,
             "Live heap",
             "Live / connection",
             "Threads",
@@ -255,6 +260,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: if log { (ymin * 0.5, ymax * 2.0) } else { (0.0, ymax * 1.15) },
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::si_bytes(*v),
+        x_marks: &[],
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }

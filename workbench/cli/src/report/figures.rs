@@ -69,6 +69,9 @@ pub struct Chart<'a> {
     pub y_range: (f64, f64),
     pub x_fmt: &'a dyn Fn(&f64) -> String,
     pub y_fmt: &'a dyn Fn(&f64) -> String,
+    /// Names written at the top of the plot above these x values (the
+    /// query each column of points belongs to); empty for most charts.
+    pub x_marks: &'a [(f64, String)],
 }
 
 /// A drawn point where it landed in the backend's pixels, with the exact
@@ -128,6 +131,14 @@ where
                 .y_label_formatter(c.y_fmt)
                 .draw()
                 .map_err(err)?;
+            // Each mark's name near the top, above the points it names.
+            let top = if c.y_log_floor { y1 / 1.4 } else { y1 * 0.97 };
+            let mark_style = ("sans-serif", px(13.0)).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+            for (x, label) in c.x_marks {
+                chart
+                    .draw_series(std::iter::once(Text::new(label.clone(), $map(&(*x, top)), mark_style.clone())))
+                    .map_err(err)?;
+            }
             for (i, line) in lines.iter().enumerate() {
                 let color = PALETTE[i % PALETTE.len()];
                 chart

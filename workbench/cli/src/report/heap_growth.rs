@@ -195,6 +195,7 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
         y_range: (FLOOR, ymax(&volume)),
         x_fmt: &|v| crate::fmt::count(v.round()),
         y_fmt: &y_fmt,
+        x_marks: &[],
     };
     let right = Chart {
         title: format!("Live heap, same run (dhat build, {})", run.manifest.run_id),
@@ -206,6 +207,7 @@ pub(crate) fn heap_growth_figure(dir: &Path, run: &Run, name: &str) -> Result<Ve
         y_range: (FLOOR, ymax(&live)),
         x_fmt: &|v| crate::fmt::count(v.round()),
         y_fmt: &y_fmt,
+        x_marks: &[],
     };
     write_pair(dir, name, (&volume, &left), (&live, &right))
 }

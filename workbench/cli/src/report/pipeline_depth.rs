@@ -8,7 +8,7 @@ use super::{median, ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, row, source_of, Table};
+use crate::report::tables::{col, dash, row, source_of, Table, TableCell};
 use anyhow::Result;
 use records::server::pipeline_depth::{Chain, Record};
 use std::path::{Path, PathBuf};
@@ -89,9 +89,7 @@ fn table(run: &Run) -> Result<Table> {
             let flights = |mode| -> Result<String> {
                 Ok(median(&data.chains(mode, rtt, depth, |c| c.flights as f64)).map_or_else(dash, fmt::count))
             };
-            rows.push(row![
-                rtt_label(rtt),
-                depth.to_string(),
+            let mut row = row![
                 p.map_or_else(dash, fmt::sig3),
                 r.map_or_else(dash, fmt::sig3),
                 ratio_range(&speedups),
@@ -101,7 +99,10 @@ fn table(run: &Run) -> Result<Table> {
                     _ => dash(),
                 },
                 format!("{} / {}", flights(Mode::Pipelined)?, flights(Mode::RequestResponse)?),
-            ]);
+            ];
+            // Found by the added delay in µs and the depth.
+            row.splice(0..0, [TableCell::keyed(rtt_label(rtt), rtt), TableCell::keyed(depth.to_string(), depth)]);
+            rows.push(row);
         }
     }
     let runs = run.manifest.spec.scale(run.manifest.scale).params.get("runs").cloned();
@@ -122,11 +123,11 @@ fn table(run: &Run) -> Result<Table> {
             steps_text(&data)
         ),
         header: vec![
-            "Delay",
-            "Depth",
+            col::DELAY,
+            col::DEPTH,
             "Pipelined (ms)",
             "Request-response (ms)",
-            "Speedup",
+            col::SPEEDUP,
             "Ideal",
             "of ideal",
             "Flights (pipelined / req-resp)",
@@ -207,6 +208,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: (ymin * 0.8, ymax * 1.5),
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::sig3(*v),
+        x_marks: &[],
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }

@@ -249,6 +249,7 @@ pub(crate) fn latency_figure(dir: &Path, run: &Run, name: &str) -> Result<Vec<Pa
         y_range: (ymin, ymax),
         x_fmt: &|v| tail_label(*v),
         y_fmt: &|v| crate::fmt::sig3(*v),
+        x_marks: &[],
     };
     write_both(dir, name, &lines, &chart)
 }

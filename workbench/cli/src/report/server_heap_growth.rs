@@ -125,6 +125,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: (ymin * 0.5, ymax * 2.0),
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::si_bytes(*v),
+        x_marks: &[],
     };
     let mut files = write_both(dir, REPORT.name, &lines, &chart)?;
     // The events build's timeline of the query mix: live bytes site by

@@ -73,6 +73,11 @@ pub mod col {
     pub const DEC_VS_ZAP: &str = "Dec vs ZAP";
     pub const ENC_VS_MEMCPY: &str = "Enc vs memcpy";
     pub const DEC_VS_MEMCPY: &str = "Dec vs memcpy";
+    pub const OURS_VS_CLICKHOUSE: &str = "Ours ÷ ClickHouse";
+    pub const RSS_PER_CONNECTION: &str = "RSS / connection";
+    pub const SPEEDUP: &str = "Speedup";
+    pub const DEPTH: &str = "Depth";
+    pub const DELAY: &str = "Delay";
 }
 
 impl From<String> for TableCell {

@@ -9,7 +9,7 @@ use super::{median, ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
-use crate::report::tables::{dash, row, source_of, Table};
+use crate::report::tables::{col, dash, row, source_of, Table, TableCell};
 use anyhow::Result;
 use records::server::throughput::{Peer, Query, Record, Rss};
 use std::path::{Path, PathBuf};
@@ -271,9 +271,7 @@ fn versus(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     for query in &queries {
         for &c in levels.iter().filter(|&&c| c == 1 || concurrent) {
-            rows.push(row![
-                query.clone(),
-                c.to_string(),
+            let mut row = row![
                 show(qps("ours", query, c)?),
                 show(qps("clickhouse", query, c)?),
                 ratio("ours", "clickhouse", query, c)?,
@@ -284,7 +282,10 @@ fn versus(run: &Run) -> Result<Table> {
                 times_floor(query, c, "ours", "clickhouse", 0),
                 floor_ms(query, c, 1),
                 times_floor(query, c, "ours-1-thread", "clickhouse-1-thread", 1),
-            ]);
+            ];
+            // Found by the query's name and the clients.
+            row.splice(0..0, [TableCell::keyed(query.clone(), query), TableCell::keyed(c.to_string(), c)]);
+            rows.push(row);
         }
     }
     let scaling_text = scaling
@@ -335,7 +336,7 @@ fn versus(run: &Run) -> Result<Table> {
             "Clients",
             "Ours QPS",
             "ClickHouse QPS",
-            "Ours ÷ ClickHouse",
+            col::OURS_VS_CLICKHOUSE,
             "Ours QPS (1 thread)",
             "ClickHouse QPS (1 thread)",
             "Ours ÷ ClickHouse (1 thread)",
@@ -388,6 +389,8 @@ fn roofline(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         }
     }
     let (xmin, xmax, ymin, ymax) = extent(&lines);
+    // Each column of points is one query (its bytes): named above it.
+    let marks: Vec<(f64, String)> = queries.iter().map(|(q, b)| (*b as f64, q.clone())).collect();
     let chart = Chart {
         title: format!("Query time against its floor, one client ({})", run.manifest.run_id),
         x_desc: "bytes the query must touch (log)",
@@ -398,6 +401,7 @@ fn roofline(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: (ymin * 0.5, ymax * 2.0),
         x_fmt: &|v| fmt::si_bytes(*v),
         y_fmt: &|v| fmt::sig3(*v),
+        x_marks: &marks,
     };
     write_both(dir, VERSUS.name, &lines, &chart)
 }
@@ -428,6 +432,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_range: (ymin * 0.5, ymax * 2.0),
         x_fmt: &|v| fmt::count(v.round()),
         y_fmt: &|v| fmt::count(v.round()),
+        x_marks: &[],
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }

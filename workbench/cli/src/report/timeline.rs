@@ -59,6 +59,7 @@ pub fn write_timeline(e: &Events, out: &Path) -> anyhow::Result<()> {
         y_range: (0.0, y1 * 1.05),
         x_fmt: &|v| crate::fmt::thousands(*v as u64),
         y_fmt: &|v| crate::fmt::bytes(*v),
+        x_marks: &[],
     };
     figures::write_svg(dir, &name, &lines, &chart)?;
     Ok(())

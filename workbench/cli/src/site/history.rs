@@ -151,6 +151,7 @@ fn write(site: &Pages, data: &Path, index: &Index, rel: &str) -> Result<()> {
                     y_range: (y0.min(0.0), y1 * 1.05),
                     x_fmt: &x_fmt,
                     y_fmt: &y_fmt,
+                    x_marks: &[],
                 };
                 let name = format!("{}-{}-{k}", index.dataset, measure);
                 let file = figures::write_svg(dir, &name, lines, &chart)?;

@@ -96,7 +96,7 @@ tr.changed td, tr.changed th, td.changed { background: #fff1c2; }
 tr.slower td { background: #fde0dc; } tr.faster td { background: #dcf3e0; }
 tr.reproduced td:last-child { color: #17602a; } tr.not-reproduced td:last-child { color: #a01818; font-weight: bold; }
 small { color: #666; } .source { font-size: 12px; color: #666; margin-top: -.8em; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure { margin: 1em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 pre { background: #f7f7f7; padding: .6em; overflow: auto; font-size: 12px; max-height: 30em; }
