@@ -29,6 +29,8 @@
 //! - [`Cell`]: one unit of work for any target binary (the experiments it
 //!   names are the `registry` crate's).
 //! - [`rss`]: VmRSS / VmHWM from `/proc/self/status` without allocating.
+//! - [`smaps`]: where a process's resident set comes from (its text, the
+//!   rest of its binary, libraries, heap, thread stacks, other anonymous).
 //! - [`sides`]: which side (client, server) each allocation was made for, by
 //!   thread tag; the dhat build counts per side as well as in total.
 //! - [`operation`]: the measured loop's operation index; the `events` build

@@ -5,7 +5,7 @@
 //!
 //! # Layout
 //! One file: [`bytes`], [`si_bytes`], [`sig3`], [`thousands`], [`count`],
-//! [`xml_escape`].
+//! [`xml_escape`], [`csv_row`].
 
 /// Bytes with a binary unit: `0 B`, `512 B`, `1.5 KiB`, `2.93 GiB`.
 pub fn bytes(b: f64) -> String {
