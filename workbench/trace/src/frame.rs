@@ -12,6 +12,14 @@ pub struct Frame {
     pub krate: Option<String>,
 }
 
+/// `location` split into its file and line (`None`: no line recorded).
+pub fn file_line(location: &str) -> (&str, Option<u64>) {
+    match location.rsplit_once(':') {
+        Some((f, l)) => (f, l.parse().ok()),
+        None => (location, None),
+    }
+}
+
 /// Crates whose frames sit between an allocation request and the allocator:
 /// folded away at the top of a stack.
 const PLUMBING: &[&str] = &["alloc", "core", "std", "dhat", "probe", "backtrace", "hashbrown"];

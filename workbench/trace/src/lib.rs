@@ -56,6 +56,25 @@ use site::{merge, normalise};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The newest committed quick alloc-profile run's trace whose name starts
+/// with `prefix` (run ids sort by time): what the export tests read.
+#[cfg(test)]
+pub(crate) fn committed_trace(prefix: &str) -> PathBuf {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/alloc-profile");
+    let mut runs: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("quick-")))
+        .collect();
+    runs.sort();
+    let dir = runs.pop().expect("a committed alloc-profile run");
+    traces_in(&dir)
+        .unwrap()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+        .unwrap_or_else(|| panic!("a {prefix} trace in {}", dir.display()))
+}
+
 /// Why a trace cannot be reviewed.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {

@@ -291,10 +291,8 @@ pub fn profile(t: &Trace, labels: &Labels) -> Profile {
     let mut locations: Vec<Location> = Vec::new();
     let mut location_ids: HashMap<(u64, i64), u64> = HashMap::new();
     let mut location = |name: &str, place: &str, strings: &mut Strings| -> u64 {
-        let (file, line) = match place.rsplit_once(':') {
-            Some((f, l)) => (f, l.parse::<i64>().unwrap_or(0)),
-            None => (place, 0),
-        };
+        let (file, line) = super::frame::file_line(place);
+        let line = line.unwrap_or(0) as i64;
         let key = (name.to_string(), file.to_string());
         let fid = *function_ids.entry(key).or_insert_with(|| {
             let id = functions.len() as u64 + 1;
@@ -385,20 +383,7 @@ mod tests {
     /// A committed trace, exported and decoded back: totals, labels, stacks.
     #[test]
     fn an_exported_trace_decodes_to_the_same_totals() {
-        // The newest committed quick run of alloc-profile (run ids sort by time).
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/alloc-profile");
-        let mut runs: Vec<_> = std::fs::read_dir(&data)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("quick-")))
-            .collect();
-        runs.sort();
-        let dir = runs.pop().expect("a committed alloc-profile run");
-        let path = super::super::traces_in(&dir)
-            .unwrap()
-            .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("json-rpc-p64-dhat")));
-        let t = Trace::load(&path.expect("a json-rpc trace")).unwrap();
+        let t = Trace::load(&super::super::committed_trace("json-rpc-p64-dhat")).unwrap();
         let out = std::env::temp_dir().join(format!("wb-pprof-{}.pb.gz", std::process::id()));
         write(&t, Some("0123456789012345678901234567890123456789".into()), &out).unwrap();
         let mut raw = Vec::new();

@@ -64,10 +64,7 @@ pub fn file(t: &Trace, name: &str) -> File {
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut frame = |function: &str, place: &str| -> usize {
         *index.entry((function.to_string(), place.to_string())).or_insert_with(|| {
-            let (file, line) = match place.rsplit_once(':') {
-                Some((f, l)) => (f, l.parse::<u64>().ok()),
-                None => (place, None),
-            };
+            let (file, line) = super::frame::file_line(place);
             let file = (!file.is_empty()).then(|| file.to_string());
             frames.push(Frame { name: function.to_string(), file, line });
             frames.len() - 1
@@ -121,20 +118,7 @@ mod tests {
     /// every profile's weights sum to the trace's totals, stacks root first.
     #[test]
     fn an_exported_trace_reads_back_with_the_same_totals() {
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/alloc-profile");
-        let mut runs: Vec<_> = std::fs::read_dir(&data)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("quick-")))
-            .collect();
-        runs.sort();
-        let dir = runs.pop().expect("a committed alloc-profile run");
-        let path = super::super::traces_in(&dir)
-            .unwrap()
-            .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("json-rpc-p64-dhat")))
-            .expect("a json-rpc trace");
-        let t = Trace::load(&path).unwrap();
+        let t = Trace::load(&super::super::committed_trace("json-rpc-p64-dhat")).unwrap();
         let out = std::env::temp_dir().join(format!("wb-speedscope-{}.json", std::process::id()));
         write(&t, &out).unwrap();
         let back: File = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();

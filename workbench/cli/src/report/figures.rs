@@ -102,10 +102,7 @@ where
     let legend_w = px((40.0 + 7.5 * longest).clamp(100.0, 360.0));
     let (plot, legend) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
     let mut builder = ChartBuilder::on(&plot);
-    let title = MARK.with(|m| match &*m.borrow() {
-        Some(mark) => format!("{} — {mark}", c.title),
-        None => c.title.clone(),
-    });
+    let title = marked_title(&c.title);
     builder
         .caption(&title, ("sans-serif", px(20.0)))
         .margin(px(12.0))
@@ -222,6 +219,14 @@ thread_local! {
     static MARK: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
+/// `title`, followed by the mark of the [`marked`] call it is drawn in.
+fn marked_title(title: &str) -> String {
+    MARK.with(|m| match &*m.borrow() {
+        Some(mark) => format!("{title} — {mark}"),
+        None => title.to_string(),
+    })
+}
+
 /// Runs `draw` with every chart's title followed by `mark` (a stale
 /// dataset's figures say so in their titles, whatever report draws them).
 pub(crate) fn marked<R>(mark: Option<&str>, draw: impl FnOnce() -> R) -> R {
@@ -302,10 +307,7 @@ where
     area.fill(&WHITE).map_err(err)?;
     let px = |v: f64| (v * scale) as u32;
     let top = bars.iter().map(|b| b.parts.iter().map(|p| p.1).sum::<f64>()).fold(1.0, f64::max);
-    let title = MARK.with(|m| match &*m.borrow() {
-        Some(mark) => format!("{title} — {mark}"),
-        None => title.to_string(),
-    });
+    let title = marked_title(title);
     let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
     let y_fmt = |v: &SegmentValue<usize>| match v {
         SegmentValue::CenterOf(i) => labels.get(*i).map_or(String::new(), |l| l.to_string()),
