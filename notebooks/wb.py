@@ -4,6 +4,11 @@ data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/ holds records.parquet,
 manifest.json and traces/*.dhat.json; run ids sort by time, so the latest run
 is the last name. Generated tables are paper/generated/[full/]<experiment>.json
 (and .md, .tex: the same values rendered).
+
+A dataset's columns are typed by `columns.py`, generated from the record
+types (`workbench columns`): `records` checks a dataset against its
+experiment's class and casts it, and a notebook names a column as
+`columns.AllocProfile.allocs`, never by a string.
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import math
 import pathlib
 
 import polars as pl
+
+import columns
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -28,20 +35,45 @@ def latest(experiment: str, scale: str = "quick", run: str | None = None) -> pat
     return runs[-1]
 
 
+def columns_of(run: pathlib.Path) -> type:
+    """The generated class of the experiment whose dataset `run` is."""
+    experiment = run.parent.name
+    try:
+        return columns.BY_EXPERIMENT[experiment]
+    except KeyError:
+        raise KeyError(f"{run}: no experiment {experiment!r} in columns.py; known: {sorted(columns.BY_EXPERIMENT)}") from None
+
+
+def typed(df: pl.DataFrame, cls: type, path: pathlib.Path | str) -> pl.DataFrame:
+    """`df` checked against `cls` (a class of columns.py) and cast to its
+    types: a column the record type does not have is an error naming it; a
+    field no record carried is a column of nulls (or of its default, as
+    `repeat`'s 1: a record may stand for `repeat` identical ones, and every
+    mean weighs by it, `mean`)."""
+    unknown = [c for c in df.columns if c not in cls.SCHEMA]
+    if unknown:
+        raise ValueError(
+            f"{path}: columns {unknown} are not fields of {cls.__name__} ({cls.__doc__.splitlines()[0]}); "
+            "if the record type changed, `workbench columns` writes notebooks/columns.py again"
+        )
+    missing = [n for n in cls.SCHEMA if n not in df.columns]
+    return df.with_columns(
+        [pl.col(n).cast(t) for n, t in cls.SCHEMA.items() if n in df.columns]
+        + [pl.lit(cls.DEFAULTS.get(n), dtype=cls.SCHEMA[n]).alias(n) for n in missing]
+    ).with_columns([pl.col(n).fill_null(v) for n, v in cls.DEFAULTS.items()])
+
+
 def records(run: pathlib.Path) -> pl.DataFrame:
-    """A run's records. A record may stand for `repeat` identical ones
-    (transport-alloc writes a run of equal round trips as one); datasets
-    without the column get it as 1, so every mean can weigh by it (`mean`)."""
-    df = pl.read_parquet(run / "records.parquet")
-    if "repeat" not in df.columns:
-        df = df.with_columns(pl.lit(1, dtype=pl.UInt64).alias("repeat"))
-    return df
+    """A run's records, typed by its experiment's class in columns.py."""
+    path = run / "records.parquet"
+    return typed(pl.read_parquet(path), columns_of(run), path)
 
 
-def mean(col: str) -> pl.Expr:
+def mean(col: pl.Expr) -> pl.Expr:
     """The mean of `col` over what the records stand for: each weighs its `repeat`."""
-    weight = pl.col("repeat").filter(pl.col(col).is_not_null())
-    return ((pl.col(col) * pl.col("repeat")).sum() / weight.sum()).alias(col)
+    repeat = columns.TransportAlloc.repeat
+    weight = repeat.filter(col.is_not_null())
+    return ((col * repeat).sum() / weight.sum()).alias(col.meta.output_name())
 
 
 def manifest(run: pathlib.Path) -> dict:
@@ -56,14 +88,16 @@ def table(experiment: str, scale: str = "quick") -> dict:
     return json.loads(path.read_text())
 
 
-def cell(experiment: str, row: tuple[str, str], column: str, scale: str = "quick") -> str:
-    """The headline text of one table cell: the row whose first two cells read `row`."""
+def cell(experiment: str, row: tuple[str, ...], column: str, scale: str = "quick") -> str:
+    """The headline text of one table cell: the row found by its keys (a
+    codec's registered name, a payload in bytes: what the paper's macros find
+    rows by, never the rendered label), in the column headed `column`."""
     t = table(experiment, scale)
     col = t["header"].index(column)
     for r in t["rows"]:
-        if (r[0]["text"], r[1]["text"]) == row:
+        if tuple(c.get("key") for c in r[: len(row)]) == row:
             return r[col]["text"]
-    raise KeyError(f"{row} not in {experiment}")
+    raise KeyError(f"no row keyed {row} in {experiment}")
 
 
 def assert_matches(value: float, text: str) -> None:

@@ -28,6 +28,9 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "notebooks"))
+import columns  # noqa: E402 (generated from the record types: `workbench columns`)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / "target" / "release"
 
@@ -104,8 +107,26 @@ def check_records() -> None:
     for path in fresh:
         frames = three_readers(path)
         same_values(path, frames)
+        typed_as_generated(path, frames["polars"])
         nulls = sum(frames["polars"][c].null_count() for c in frames["polars"].columns)
-        print(f"interop: {path.name}: {frames['polars'].height} records, {nulls} nulls, same in polars, pyarrow and DuckDB")
+        print(
+            f"interop: {path.name}: {frames['polars'].height} records, {nulls} nulls, same in polars, pyarrow and DuckDB;"
+            f" every column of the type notebooks/columns.py gives it"
+        )
+
+
+def typed_as_generated(path: pathlib.Path, df: pl.DataFrame) -> None:
+    """Fresh records hold the columns the generated module names, each
+    stored as the type it declares (a column no record filled may be null)."""
+    cls = columns.BY_EXPERIMENT.get(path.stem)
+    if cls is None:
+        fail(f"{path}: no experiment {path.stem!r} in notebooks/columns.py")
+    for name, dtype in df.schema.items():
+        want = cls.SCHEMA.get(name)
+        if want is None:
+            fail(f"{path}: column `{name}` is not a field of {cls.__name__} (notebooks/columns.py)")
+        if dtype != want and dtype != pl.Null and df[name].null_count() != df.height:
+            fail(f"{path}: column `{name}` is stored as {dtype}; {cls.__name__} declares {want}")
 
 
 def check_pprof(tmp: pathlib.Path) -> None:

@@ -57,6 +57,9 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = Scale::Quick)]
         scale: Scale,
     },
+    /// Regenerate notebooks/columns.py: every dataset's columns, typed, from
+    /// the record types (runs nothing; `render` writes it too).
+    Columns,
     /// List specs and finished runs.
     List,
     /// Audit the source papers' claims (paper/claims.toml) against data/:
@@ -358,6 +361,7 @@ fn main() -> Result<()> {
             let written = report::write_figures(&root, &data, scale)?;
             print_written(&root, &written);
         }
+        Cmd::Columns => print_written(&root, &[workbench::data::columns::write(&root)?]),
         Cmd::List => list(&root, &data)?,
         Cmd::Claims => {
             let (audit, written) = workbench::paper::claims::write(&root, &data)?;
@@ -838,6 +842,7 @@ fn render(root: &Path, data: &Path, out: &Path) -> Result<()> {
     written.extend(workbench::paper::write_provenance_of(root, &analyses)?);
     written.extend(workbench::paper::write_determinism(root)?);
     written.push(report::timings::write(root, data)?);
+    written.push(workbench::data::columns::write(root)?);
     let (audit, claims) = workbench::paper::claims::write(root, data)?;
     written.extend(claims);
     print_written(root, &written);

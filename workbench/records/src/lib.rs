@@ -9,7 +9,9 @@
 //! other, and no report finds a value by a string.
 //!
 //! This crate links serde only: measured binaries link it, and it must not
-//! pull the analysis stack (polars, plotters) into them.
+//! pull the analysis stack (polars, plotters) into them. Its feature
+//! `schema` derives each type's JSON Schema (schemars) for the CLI, which
+//! generates the notebooks' typed columns from it (`cli::data::columns`).
 //!
 //! A record type's serialised form is the dataset's format: committed
 //! datasets are read through these types too, so a field is renamed only
@@ -35,13 +37,14 @@ pub mod subject;
 /// owned, or `&str` borrowed from a dataset read whole (millions of rows
 /// share a few names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CellFields<S = String> {
     /// The build variant (`dhat`, `jemalloc`, `system`, a build stage).
     pub variant: S,
     /// The repetition of the cell (0-based).
     pub rep: u64,
     /// The codec or transport stack (subject experiments).
-    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    #[serde(default = "none::<S>", skip_serializing_if = "Option::is_none")]
     pub codec: Option<S>,
     /// Bytes of optional payload per vote (subject experiments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +104,7 @@ pub trait Compared {
 /// The `[params]` of an experiment that takes none (its axes are the spec's
 /// own keys): any key is refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// stage whose tool this machine lacks): the dataset says so, with the
 /// tool's error, instead of leaving the stage out silently.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BuildFailed {
     pub error: String,
 }

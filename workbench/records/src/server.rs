@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The server's own view of its memory and connections: its answer to the
 /// `stats` call, written by the server and read by the drivers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
     pub variant: String,
     pub rss_bytes: Option<u64>,
@@ -49,6 +50,7 @@ pub mod throughput {
 
     /// The spec's `[params]`: the closed loop's axes and the peer.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         /// Rows loaded into the table.
@@ -85,6 +87,7 @@ pub mod throughput {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Peer(Peer),
@@ -99,6 +102,7 @@ pub mod throughput {
     /// The peer engine (ClickHouse in chDB), once per threads setting:
     /// measured (`available`) or why not.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Peer {
         pub engine: String,
         pub available: bool,
@@ -119,6 +123,7 @@ pub mod throughput {
 
     /// One round of one query at one concurrency on one engine.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Query {
         pub engine: String,
         pub query: String,
@@ -146,6 +151,7 @@ pub mod throughput {
     /// A sample of the running engine's memory (RSS, or PSS summed over
     /// the peer's processes).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Rss {
         pub t_s: f64,
         pub rss_bytes: u64,
@@ -163,6 +169,7 @@ pub mod anatomy {
     use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Anatomy {
         pub engine: String,
         pub query: String,
@@ -199,6 +206,7 @@ pub mod build_stages {
 
     /// What the driver writes before throughput's records.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Written {
         Binary(Binary),
@@ -208,6 +216,7 @@ pub mod build_stages {
     /// floors too, measured after the engines stopped), and the runner's for
     /// a stage it could not build.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Binary(Binary),
@@ -222,6 +231,7 @@ pub mod build_stages {
 
     /// The measured server's file.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Binary {
         pub binary_bytes: u64,
         /// Without debug info (`strip --strip-debug`); `None` if strip failed.
@@ -236,6 +246,7 @@ pub mod connection_scaling {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         /// Connections held at each step, ascending.
@@ -253,6 +264,7 @@ pub mod connection_scaling {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(untagged)]
     pub enum Record {
         Peer(Peer),
@@ -263,6 +275,7 @@ pub mod connection_scaling {
 
     /// `kind` of a [`Peer`] record (the only one with a kind).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(rename_all = "lowercase")]
     pub enum PeerKind {
         Peer,
@@ -270,6 +283,7 @@ pub mod connection_scaling {
 
     /// The peer server (clickhouse-server), measured or why not.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Peer {
         pub server: String,
         pub kind: PeerKind,
@@ -286,6 +300,7 @@ pub mod connection_scaling {
 
     /// A step the peer could not reach.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Failed {
         pub server: String,
         pub connections: u64,
@@ -296,6 +311,7 @@ pub mod connection_scaling {
     /// Our server at one step, from its own `stats` (`server_connections`
     /// tells it from [`Theirs`]).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Ours {
         pub server: String,
         /// The query each connection sent; `None` in runs from when each
@@ -317,6 +333,7 @@ pub mod connection_scaling {
 
     /// The peer at one step, from `/proc`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Theirs {
         pub server: String,
         pub connections: u64,
@@ -331,6 +348,7 @@ pub mod connection_scaling {
 /// The floor under one query (`server::floor`): one timed streaming read
 /// of the bytes it must touch, on `threads` threads (0: every core).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Floor {
     pub threads: u64,
     pub query: String,
@@ -346,6 +364,7 @@ pub mod datastore_queries {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         pub rows: u64,
@@ -364,6 +383,7 @@ pub mod datastore_queries {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Table(Table),
@@ -374,6 +394,7 @@ pub mod datastore_queries {
 
     /// The loaded table.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Table {
         pub rows: u64,
         pub parts: u64,
@@ -382,6 +403,7 @@ pub mod datastore_queries {
 
     /// One timed run of one query.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Query {
         /// The threads setting (0: every core).
         pub threads: u64,
@@ -394,6 +416,7 @@ pub mod datastore_queries {
 
     /// The engine process's RSS at one threads setting.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Memory {
         pub threads: u64,
         pub rss_open_bytes: u64,
@@ -408,6 +431,7 @@ pub mod fault_soak {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         pub rows: u64,
@@ -454,6 +478,7 @@ pub mod fault_soak {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Sample(Sample),
@@ -463,6 +488,7 @@ pub mod fault_soak {
 
     /// The server's RSS during a workload.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Sample {
         pub workload: String,
         pub t_s: f64,
@@ -471,6 +497,7 @@ pub mod fault_soak {
 
     /// A workload's outcome: what every workload reports, and its own.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Summary {
         pub workload: String,
         pub connections: u64,
@@ -490,6 +517,7 @@ pub mod fault_soak {
 
     /// What only some workloads report.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(untagged)]
     pub enum Detail {
         /// A greedy query against the query and server memory budgets.
@@ -499,6 +527,7 @@ pub mod fault_soak {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Greedy {
         pub query_memory_bytes: u64,
         pub server_memory_bytes: u64,
@@ -508,6 +537,7 @@ pub mod fault_soak {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Load {
         pub flight: u64,
         pub warm_peak_rss_bytes: u64,
@@ -522,6 +552,7 @@ pub mod fault_soak {
 
     /// The kill workload: SIGKILLs during inserts, then every acknowledged row checked.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Kills {
         pub workload: String,
         pub kills: u64,
@@ -545,6 +576,7 @@ pub mod server_heap_growth {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         /// `ping`, `mix`, or one of the workload's query names.
@@ -571,6 +603,7 @@ pub mod server_heap_growth {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Sample(Sample),
@@ -578,6 +611,7 @@ pub mod server_heap_growth {
 
     /// The server's `stats` after `queries` queries.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Sample {
         pub workload: String,
         pub queries: u64,
@@ -598,6 +632,7 @@ pub mod io_wakeup {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         /// The I/O thread's spin settings, µs; none = the server's own
@@ -633,6 +668,7 @@ pub mod io_wakeup {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "kind", rename_all = "lowercase")]
     pub enum Record {
         Pings(Pings),
@@ -642,6 +678,7 @@ pub mod io_wakeup {
 
     /// Background pings' latency in one phase (`quiet`, or during `chains`).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Pings {
         pub spin_us: u64,
         pub round: u64,
@@ -654,6 +691,7 @@ pub mod io_wakeup {
 
     /// Pipelined chains run meanwhile.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Chains {
         pub spin_us: u64,
         pub round: u64,
@@ -665,6 +703,7 @@ pub mod io_wakeup {
 
     /// The server's CPU at a fixed query rate.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Cpu {
         pub spin_us: u64,
         pub round: u64,
@@ -682,6 +721,7 @@ pub mod pipeline_depth {
 
     /// The spec's `[params]`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields, default)]
     pub struct Params {
         /// Chain depths.
@@ -699,6 +739,7 @@ pub mod pipeline_depth {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     #[serde(tag = "mode")]
     pub enum Record {
         #[serde(rename = "pipelined")]
@@ -712,6 +753,7 @@ pub mod pipeline_depth {
 
     /// One chain of `depth` dependent calls.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Chain {
         pub depth: u64,
         pub rtt_us: u64,
@@ -722,6 +764,7 @@ pub mod pipeline_depth {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
     pub struct Ratio {
         pub depth: u64,
         pub rtt_us: u64,

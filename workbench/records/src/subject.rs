@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// The `[params]` of the transport round-trip experiments
 /// (transport-alloc and the roundtrip-latency family).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct RoundtripParams {
     /// The core the client and server threads run on; none = they float.
@@ -18,6 +19,7 @@ pub struct RoundtripParams {
 
 /// alloc-profile: one message's cost in one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AllocProfile {
     pub msg: u64,
     pub phase: Phase,
@@ -30,6 +32,7 @@ pub struct AllocProfile {
 
 /// What alloc-profile brackets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// The client's encode of the request.
@@ -55,6 +58,7 @@ impl Phase {
 /// heap-growth and transport-heap-growth: a sample every `sample_every`
 /// messages, and a summary at the end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HeapGrowth {
     pub kind: HeapKind,
     pub messages: u64,
@@ -73,6 +77,7 @@ pub struct HeapGrowth {
 
 /// A heap-growth record's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum HeapKind {
     Sample,
@@ -81,6 +86,7 @@ pub enum HeapKind {
 
 /// codec-speed (and instrumentation-cost): one timed batch of one round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CodecSpeed {
     pub round: u64,
     pub implementation: Implementation,
@@ -101,6 +107,7 @@ pub const PAD_STEP: usize = 208;
 
 /// Whose batch a codec-speed record times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Implementation {
     /// The cell's codec.
@@ -123,6 +130,7 @@ impl Implementation {
 
 /// The operation a codec-speed batch times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Encode,
@@ -143,6 +151,7 @@ impl Op {
 
 /// transport-alloc and the roundtrip-latency experiments: one round trip.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RoundTrip {
     pub msg: u64,
     pub allocs: Option<u64>,
@@ -164,6 +173,9 @@ pub struct RoundTrip {
     /// one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
     /// mean and sum of its counts weighs by this). 1 when absent.
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    // What a record without it stands for, in the schema too (schemars
+    // leaves out a default that `skip_serializing_if` would skip).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = 1)))]
     pub repeat: u64,
 }
 

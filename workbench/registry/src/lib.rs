@@ -20,6 +20,9 @@
 //! - [`Experiment`], [`Target`], [`Over`], [`Builds`]: the experiments and
 //!   their properties; [`Experiment::check_params`]: a spec's `[params]`
 //!   read by the experiment's own `Params` type (`records::…::Params`).
+//! - `with_record!`: the one match from an experiment to its record type,
+//!   behind [`Experiment::check_record`], [`Experiment::columns`] and
+//!   (feature `schema`) `Experiment::record_schema`.
 //! - [`Codec`], [`Transport`], [`display_name`]: what a subject experiment
 //!   runs over (name, label, idiom mark), so that the CLI can validate a
 //!   spec and label a table without linking the subjects.
@@ -237,62 +240,108 @@ impl Experiment {
     }
 }
 
+/// Runs `$body` with `$R` naming the record type of `$e`'s measured
+/// binary (`records::…`): the one place an experiment meets its record type.
+macro_rules! with_record {
+    ($e:expr, $R:ident => $body:expr) => {{
+        use records::server as s;
+        use records::subject as c;
+        match $e.runs() {
+            Experiment::AllocProfile => {
+                type $R = c::AllocProfile;
+                $body
+            }
+            Experiment::HeapGrowth | Experiment::TransportHeapGrowth => {
+                type $R = c::HeapGrowth;
+                $body
+            }
+            Experiment::CodecSpeed | Experiment::InstrumentationCost => {
+                type $R = c::CodecSpeed;
+                $body
+            }
+            Experiment::TransportAlloc
+            | Experiment::RoundtripLatency
+            | Experiment::RoundtripLatencyAwake
+            | Experiment::RoundtripLatencyOpen => {
+                type $R = c::RoundTrip;
+                $body
+            }
+            Experiment::DatastoreQueries => {
+                type $R = s::datastore_queries::Record;
+                $body
+            }
+            Experiment::BuildStages => {
+                type $R = s::build_stages::Record;
+                $body
+            }
+            Experiment::ConnectionScaling => {
+                type $R = s::connection_scaling::Record;
+                $body
+            }
+            Experiment::PipelineDepth => {
+                type $R = s::pipeline_depth::Record;
+                $body
+            }
+            Experiment::IoWakeup => {
+                type $R = s::io_wakeup::Record;
+                $body
+            }
+            Experiment::ServerHeapGrowth => {
+                type $R = s::server_heap_growth::Record;
+                $body
+            }
+            Experiment::FaultSoak => {
+                type $R = s::fault_soak::Record;
+                $body
+            }
+            Experiment::Throughput => {
+                type $R = s::throughput::Record;
+                $body
+            }
+        }
+    }};
+}
+
 impl Experiment {
     /// Decodes one line its measured binary printed into the experiment's
     /// record type (`records::…`): the runner checks every line as it
     /// arrives, and every finished cell on resume, so a line no report could
     /// read fails its cell there, naming the field, not at render time.
     pub fn check_record(self, line: &str) -> Result<(), serde_json::Error> {
-        use records::server as s;
-        use records::subject as c;
-        fn decode<R: serde::de::DeserializeOwned>(line: &str) -> Result<(), serde_json::Error> {
-            serde_json::from_str::<R>(line).map(drop)
+        with_record!(self, R => serde_json::from_str::<R>(line).map(drop))
+    }
+
+    /// Which columns of its records tell cells apart, count exactly, or
+    /// time (`workbench compare`), from its record type. transport-alloc's
+    /// records stand for runs of equal round trips (`RUNS_COLUMNS`).
+    pub fn columns(self) -> records::Columns {
+        use records::Compared;
+        if self.runs() == Experiment::TransportAlloc {
+            return records::subject::RoundTrip::RUNS_COLUMNS;
         }
-        match self.runs() {
-            Experiment::AllocProfile => decode::<c::AllocProfile>(line),
-            Experiment::HeapGrowth | Experiment::TransportHeapGrowth => decode::<c::HeapGrowth>(line),
-            Experiment::CodecSpeed | Experiment::InstrumentationCost => decode::<c::CodecSpeed>(line),
-            Experiment::TransportAlloc
-            | Experiment::RoundtripLatency
-            | Experiment::RoundtripLatencyAwake
-            | Experiment::RoundtripLatencyOpen => decode::<c::RoundTrip>(line),
-            Experiment::DatastoreQueries => decode::<s::datastore_queries::Record>(line),
-            Experiment::BuildStages => decode::<s::build_stages::Record>(line),
-            Experiment::ConnectionScaling => decode::<s::connection_scaling::Record>(line),
-            Experiment::PipelineDepth => decode::<s::pipeline_depth::Record>(line),
-            Experiment::IoWakeup => decode::<s::io_wakeup::Record>(line),
-            Experiment::ServerHeapGrowth => decode::<s::server_heap_growth::Record>(line),
-            Experiment::FaultSoak => decode::<s::fault_soak::Record>(line),
-            Experiment::Throughput => decode::<s::throughput::Record>(line),
-        }
+        with_record!(self, R => R::COLUMNS)
+    }
+
+    /// Its record type as JSON Schema (schemars), beside the fields the
+    /// runner adds to every record ([`records::CellFields`]): what the
+    /// CLI generates the notebooks' typed columns from.
+    #[cfg(feature = "schema")]
+    pub fn record_schema(self) -> RecordSchema {
+        let (rust_type, record) = with_record!(self, R => (std::any::type_name::<R>(), schemars::schema_for!(R)));
+        RecordSchema { rust_type, record, cell: schemars::schema_for!(records::CellFields) }
     }
 }
 
-impl Experiment {
-    /// Which columns of its records tell cells apart, count exactly, or
-    /// time (`workbench compare`), from its record type.
-    pub fn columns(self) -> records::Columns {
-        use records::server as s;
-        use records::subject as c;
-        use records::Compared;
-        match self.runs() {
-            Experiment::AllocProfile => c::AllocProfile::COLUMNS,
-            Experiment::HeapGrowth | Experiment::TransportHeapGrowth => c::HeapGrowth::COLUMNS,
-            Experiment::CodecSpeed | Experiment::InstrumentationCost => c::CodecSpeed::COLUMNS,
-            Experiment::TransportAlloc => c::RoundTrip::RUNS_COLUMNS,
-            Experiment::RoundtripLatency | Experiment::RoundtripLatencyAwake | Experiment::RoundtripLatencyOpen => {
-                c::RoundTrip::COLUMNS
-            }
-            Experiment::DatastoreQueries => s::datastore_queries::Record::COLUMNS,
-            Experiment::BuildStages => s::build_stages::Record::COLUMNS,
-            Experiment::ConnectionScaling => s::connection_scaling::Record::COLUMNS,
-            Experiment::PipelineDepth => s::pipeline_depth::Record::COLUMNS,
-            Experiment::IoWakeup => s::io_wakeup::Record::COLUMNS,
-            Experiment::ServerHeapGrowth => s::server_heap_growth::Record::COLUMNS,
-            Experiment::FaultSoak => s::fault_soak::Record::COLUMNS,
-            Experiment::Throughput => s::throughput::Record::COLUMNS,
-        }
-    }
+/// An experiment's record type as JSON Schema ([`Experiment::record_schema`]).
+#[cfg(feature = "schema")]
+#[derive(Debug, Clone)]
+pub struct RecordSchema {
+    /// The Rust path of the record type (`records::subject::AllocProfile`).
+    pub rust_type: &'static str,
+    /// What the measured binary prints per line.
+    pub record: schemars::Schema,
+    /// What the runner adds to every record ([`records::CellFields`]).
+    pub cell: schemars::Schema,
 }
 
 impl std::fmt::Display for Experiment {
