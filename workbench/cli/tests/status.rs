@@ -68,7 +68,7 @@ fn status_follows_exactly_the_measured_inputs() {
 
     let subject = fingerprint::sources(&root, &[bin_dir().join("subject")]);
     let server = fingerprint::sources(&root, &[bin_dir().join("datastore-load"), bin_dir().join("datastore-server")]);
-    let json = "workbench/subjects/src/codecs/json.rs";
+    let json = "workbench/stacks/src/codecs/json.rs";
     assert!(
         subject.without_dep_info.is_empty() && server.without_dep_info.is_empty(),
         "no dep-info beside the binaries in {}: `cargo build --release --workspace` writes it (a test build does \

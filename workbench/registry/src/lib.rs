@@ -31,8 +31,8 @@
 //! Adding an experiment: its variant in [`Experiment`] (the compiler then
 //! asks for each property, the binary's dispatch arm and the CLI's report),
 //! its records and `Params` in the `records` crate, its spec file.
-//! Adding a codec: its line in [`Codec`] and its file in `subjects::codecs`;
-//! the compiler then asks for its arm in `subjects::codecs::run_with`.
+//! Adding a codec: its line in [`Codec`] and its file in `stacks::codecs`;
+//! the compiler then asks for its arm in `stacks::codecs::run_with`.
 
 use serde::{Deserialize, Serialize};
 
@@ -100,9 +100,9 @@ impl Target {
 /// What one cell of an experiment is run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Over {
-    /// A codec (the cell's `codec` names one of `subjects::codecs`).
+    /// A codec (the cell's `codec` names one of `stacks::codecs`).
     Codecs,
-    /// A transport stack (the cell's `codec` names one of `subjects::transports`).
+    /// A transport stack (the cell's `codec` names one of `stacks::transports`).
     Transports,
     /// The server's own axes, in the spec's `params`.
     Params,
@@ -506,7 +506,7 @@ macro_rules! named {
 }
 
 named! {
-    /// The codecs of `subjects::codecs` (the vote encoded and decoded in memory).
+    /// The codecs of `stacks::codecs` (the vote encoded and decoded in memory).
     Codec {
         Zap = "zap", "ZAP", false;
         FlatBuffers = "flatbuffers", "FlatBuffers", false;
@@ -539,7 +539,7 @@ impl Codec {
 }
 
 named! {
-    /// The transport stacks of `subjects::transports` (one round trip over loopback).
+    /// The transport stacks of `stacks::transports` (one round trip over loopback).
     Transport {
         /// The floor: bytes echoed, nothing decoded.
         RawTcp = "raw-tcp", "Raw TCP echo (floor)", false;

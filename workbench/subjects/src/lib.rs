@@ -2,7 +2,8 @@
 //! experiment cell against one codec and print their records.
 //!
 //! A subject is the heap being measured, so this crate links only the codecs
-//! and the probe — never the analysis stack. The `workbench` CLI builds the
+//! and transport stacks (crate `stacks`, compiled once for every allocator
+//! build) and the probe — never the analysis stack. The `workbench` CLI builds the
 //! `subject` binary once per allocator variant (`--features dhat|jemalloc`,
 //! or neither for the system allocator), spawns it with one [`Cell`] as JSON,
 //! and reads one JSON object per line from its stdout. Progress goes to
@@ -15,14 +16,11 @@
 //! reply → client decode, in one process, no transport.
 //!
 //! # Layout
-//! - [`vote`]: seeded `Vote` values, identical for every codec.
-//! - [`codecs`]: one module per codec, same shape; the registry is [`codecs::run_with`].
-//! - [`transports`]: one module per transport stack, same shape; the registry is [`transports::run_with`].
+//! - [`vote`], [`codecs`], [`transports`]: the `stacks` crate's, under the
+//!   names the experiments and their traces have always used.
 //! - [`experiments`]: one module per experiment; the registry is [`experiments::run`].
 
-pub mod codecs;
 pub mod experiments;
-pub mod transports;
-pub mod vote;
+pub use stacks::{codecs, transports, vote};
 
 pub use probe::Cell;

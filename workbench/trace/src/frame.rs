@@ -24,7 +24,8 @@ pub fn file_line(location: &str) -> (&str, Option<u64>) {
 /// folded away at the top of a stack.
 const PLUMBING: &[&str] = &["alloc", "core", "std", "dhat", "probe", "backtrace", "hashbrown"];
 /// Crates of this workspace: where a stack enters the subject's own code.
-pub const OWN: &[&str] = &["subjects", "subject", "zap", "datastore", "server", "datastore_server", "workbench"];
+pub const OWN: &[&str] =
+    &["subjects", "subject", "stacks", "zap", "datastore", "server", "datastore_server", "workbench"];
 /// Functions of the thread start-up code, folded away at the bottom.
 const STARTUP: &[&str] =
     &["start_thread", "clone3", "clone", "_start", "main", "__libc_start_main", "__libc_start_call_main"];

@@ -238,7 +238,14 @@ mod tests {
     fn what_a_run_measures_is_its_crates_lock_flags_spec_and_peers_not_the_outputs() {
         let root = crate::default_root();
         let crates = measured_crates(&root).unwrap();
-        for c in ["workbench/zap", "workbench/probe", "workbench/records", "workbench/registry", "workbench/subjects"] {
+        for c in [
+            "workbench/zap",
+            "workbench/probe",
+            "workbench/records",
+            "workbench/registry",
+            "workbench/stacks",
+            "workbench/subjects",
+        ] {
             assert!(crates.contains(&c.to_string()), "{c} missing from {crates:?}");
         }
         for c in ["workbench/datastore", "workbench/server"] {

@@ -103,6 +103,7 @@ impl WithTransport for DispatchTransport<'_> {
 
 /// Runs the cell's experiment against the cell's codec or transport.
 pub fn run(ctx: Ctx<'_>) -> Result<()> {
+    transports::on_server_thread(|| probe::set_side(probe::Side::Server));
     let Some(runs) = runs(ctx.cell.experiment) else {
         return Err(anyhow!("{}: runs in the server's driver (datastore-load), not the subject", ctx.cell.experiment));
     };

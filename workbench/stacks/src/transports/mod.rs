@@ -67,13 +67,27 @@ pub fn pin_current_thread(core: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Spawns a transport's server thread, tagged as the server side so that the
-/// dhat build splits a round trip's allocations into client and server, and
-/// pinned if [`pin_servers`] asked for it.
+/// What a server thread runs first: the subject tags the thread as the
+/// server side (`probe::set_side`). NOTE: a hook, not a call, because this
+/// crate must not link the probe (the crate docs say why).
+static ON_SERVER_THREAD: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what every server thread started from now on runs first (once per
+/// process; a second call is ignored).
+pub fn on_server_thread(hook: fn()) {
+    let _ = ON_SERVER_THREAD.set(hook);
+}
+
+/// Spawns a transport's server thread, tagged as the server side (by the
+/// [`on_server_thread`] hook) so that the dhat build splits a round trip's
+/// allocations into client and server, and pinned if [`pin_servers`] asked
+/// for it.
 pub(crate) fn spawn_server<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
     let core = SERVER_CORE.load(std::sync::atomic::Ordering::Relaxed);
     std::thread::spawn(move || {
-        probe::set_side(probe::Side::Server);
+        if let Some(hook) = ON_SERVER_THREAD.get() {
+            hook();
+        }
         if core != usize::MAX {
             let _ = pin_current_thread(core);
         }
