@@ -119,17 +119,25 @@ impl Map {
             tex_escape(self.date.get(..10).unwrap_or(&self.date)),
             tex_escape(&self.machine),
         );
-        s += "\\label{tab:determinism}\n\\begin{tabular}{lp{0.36\\linewidth}p{0.36\\linewidth}}\n\\toprule\n";
+        // Three wrapped columns within the text width (the cell ids are long
+        // too: `transport-alloc json-rpc-http-p0`).
+        s += "\\label{tab:determinism}\n\\begin{tabular}{p{0.2\\linewidth}p{0.34\\linewidth}p{0.34\\linewidth}}\n\\toprule\n";
         s += "\\textbf{Cell} & \\textbf{Counts that vary (range, $\\pm$)} & \\textbf{Site that varies most} \\\\\n\\midrule\n";
         if self.varying.is_empty() {
             s += "\\multicolumn{3}{l}{none: every count repeated exactly} \\\\\n";
         }
         for v in &self.varying {
             let counts: Vec<String> =
-                v.counts.iter().map(|(k, r)| format!("{k} {r} ({})", tex_escape(&percent(*r)))).collect();
+                // Escaped once, joined: each part escaped again would turn `\%` into
+                // `\\%`, a line break and a comment eating the rest of the row.
+                v.counts.iter().map(|(k, r)| format!("{k} {r} ({})", percent(*r))).collect();
             let site = v.sites.first().map_or("--".to_string(), |x| {
                 let label: String = x.label.chars().take(90).collect();
-                let label = tex_escape(&label).replace('←', "$\\leftarrow$").replace('…', "\\ldots{}");
+                // A path breaks after each `::` (a typewriter line has no hyphens).
+                let label = tex_escape(&label)
+                    .replace('←', "$\\leftarrow$")
+                    .replace('…', "\\ldots{}")
+                    .replace("::", "::\\allowbreak{}");
                 format!("[{}] \\texttt{{{label}}}", x.side)
             });
             s += &format!("{} & {} & {} \\\\\n", tex_escape(&v.id.to_string()), tex_escape(&counts.join(", ")), site);
@@ -196,5 +204,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[client] blocks 40..48  quinn::timer"), "{text}");
+        // Each percent escaped once: `\%`, never `\\%` (a line break, then a
+        // comment that eats the rest of the row).
+        let tex = m.to_latex();
+        assert!(tex.contains("allocs 4045..4060 (0.185\\%)"), "{tex}");
+        assert!(!tex.contains("\\\\%"), "{tex}");
     }
 }
