@@ -91,6 +91,8 @@ step "probe tests, jemalloc build"
 cargo test --release --workspace --features probe/jemalloc --test jemalloc_counts
 step "probe tests, jemalloc build without statistics"
 cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
+step "probe tests, jemalloc sampling build"
+cargo test --release --workspace --features probe/jemalloc-prof --test jemalloc_prof
 # The allocation gate: the small dhat suite's exact counts against the
 # committed baseline (the dhat builds are the tests' own, so nothing
 # compiles); fails on any count that moved, naming the sites.

@@ -264,47 +264,19 @@ pub fn finish(path: &Path) -> std::io::Result<()> {
     with_state(|s| s.close());
     ON.store(false, Ordering::SeqCst);
     let Some(state) = STATE.lock().ok().and_then(|mut g| g.take()) else { return Ok(()) };
-    let mut ftbl: Vec<String> = Vec::new();
-    let mut frame_of: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut sites = Vec::with_capacity(state.stacks.len());
-    for stack in &state.stacks {
-        let mut fs = Vec::new();
-        for &ip in stack.iter() {
-            let ids = frame_of.entry(ip).or_insert_with(|| {
-                let mut names = Vec::new();
-                backtrace::resolve(ip as *mut std::ffi::c_void, |sym| {
-                    let name = sym.name().map_or_else(|| "???".to_string(), |n| format!("{n:#}"));
-                    let file = sym.filename().map_or_else(String::new, |f| f.display().to_string());
-                    let place = match (sym.lineno(), sym.colno()) {
-                        (Some(l), Some(c)) => format!(" ({file}:{l}:{c})"),
-                        (Some(l), None) => format!(" ({file}:{l}:0)"),
-                        _ if !file.is_empty() => format!(" ({file})"),
-                        _ => String::new(),
-                    };
-                    names.push(format!("0x{ip:x}: {name}{place}"));
-                });
-                if names.is_empty() {
-                    names.push(format!("0x{ip:x}: ???"));
-                }
-                names
-                    .into_iter()
-                    .map(|n| {
-                        ftbl.push(n);
-                        ftbl.len() - 1
-                    })
-                    .collect()
-            });
-            fs.extend(ids.iter().copied());
-        }
-        sites.push(fs);
-    }
+    let mut table = crate::symbols::FrameTable::default();
+    let sites: Vec<Vec<usize>> = state
+        .stacks
+        .iter()
+        .map(|stack| stack.iter().flat_map(|&ip| table.frames(ip, false).to_vec()).collect())
+        .collect();
     let deltas = |v: &[(u32, Delta)]| -> serde_json::Value {
         v.iter().map(|(s, d)| serde_json::json!([s, d[0], d[1], d[2], d[3]])).collect()
     };
     let file = serde_json::json!({
         "eventsFileVersion": 2,
         "cmd": std::env::args().collect::<Vec<_>>().join(" "),
-        "ftbl": ftbl,
+        "ftbl": table.ftbl,
         "sites": sites,
         "before": deltas(&state.before),
         "after": deltas(&state.after),

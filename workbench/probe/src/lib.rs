@@ -10,6 +10,7 @@
 //! | `dhat` | exact, process-wide | exact, process-wide | exact / exact | yes | — |
 //! | `jemalloc` | — | this thread, usable size (size-class rounded) | `stats.allocated` / max over snapshots | yes | yes |
 //! | `events` | per site and operation | per site and operation | exact / exact | yes | — |
+//! | `jemalloc-prof` | sampled, per site (estimated) | sampled, per site (estimated) | — | yes | — |
 //! | system (no feature) | — | — | — | yes | — |
 //!
 //! dhat counts every request exactly but serialises allocation behind a
@@ -36,22 +37,29 @@
 //! - [`operation`]: the measured loop's operation index; the `events` build
 //!   ([`events`], a variant beside dhat) records every allocation and free by
 //!   site against it, for heap timelines that repeat run to run.
+//! - [`sampled`]: the `jemalloc-prof` build: jemalloc's sampling heap
+//!   profiler read into the per-site form of the exact traces.
+//! - `symbols`: frames resolved in process, written as dhat writes them.
 
 #[cfg(any(
     all(feature = "dhat", feature = "jemalloc"),
     all(feature = "dhat", feature = "jemalloc-plain"),
     all(feature = "jemalloc", feature = "jemalloc-plain"),
-    all(feature = "events", any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain"))
+    all(feature = "events", any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain")),
+    all(
+        feature = "jemalloc-prof",
+        any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain", feature = "events")
+    )
 ))]
 compile_error!(
-    "features `dhat`, `jemalloc`, `jemalloc-plain` and `events` each install a global allocator; enable one"
+    "features `dhat`, `jemalloc`, `jemalloc-plain`, `jemalloc-prof` and `events` each install a global allocator; enable one"
 );
 
 #[cfg(feature = "dhat")]
 #[global_allocator]
 static ALLOC: sides::Tagged<dhat::Alloc> = sides::Tagged(dhat::Alloc);
 
-#[cfg(any(feature = "jemalloc", feature = "jemalloc-plain"))]
+#[cfg(any(feature = "jemalloc", feature = "jemalloc-plain", feature = "jemalloc-prof"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -63,8 +71,12 @@ pub mod cell;
 #[cfg(feature = "events")]
 pub mod events;
 pub mod rss;
+#[cfg(feature = "jemalloc-prof")]
+pub mod sampled;
 pub mod sides;
 pub mod smaps;
+#[cfg(any(feature = "events", feature = "jemalloc-prof"))]
+mod symbols;
 
 pub use cell::Cell;
 
@@ -84,6 +96,8 @@ pub enum Variant {
     JemallocPlain,
     /// Every allocation and free by site and operation index ([`events`]).
     Events,
+    /// jemalloc's sampling heap profiler (`sampled`).
+    JemallocProf,
     System,
 }
 
@@ -94,6 +108,7 @@ impl Variant {
             Variant::Jemalloc => "jemalloc",
             Variant::JemallocPlain => "jemalloc-plain",
             Variant::Events => "events",
+            Variant::JemallocProf => "jemalloc-prof",
             Variant::System => "system",
         }
     }
@@ -112,7 +127,15 @@ pub const VARIANT: Variant = Variant::Jemalloc;
 pub const VARIANT: Variant = Variant::JemallocPlain;
 #[cfg(feature = "events")]
 pub const VARIANT: Variant = Variant::Events;
-#[cfg(not(any(feature = "dhat", feature = "jemalloc", feature = "jemalloc-plain", feature = "events")))]
+#[cfg(feature = "jemalloc-prof")]
+pub const VARIANT: Variant = Variant::JemallocProf;
+#[cfg(not(any(
+    feature = "dhat",
+    feature = "jemalloc",
+    feature = "jemalloc-plain",
+    feature = "events",
+    feature = "jemalloc-prof"
+)))]
 pub const VARIANT: Variant = Variant::System;
 
 /// Marks the start of operation `n` of the measured loop (message *n*,
@@ -199,6 +222,10 @@ pub struct Probe {
     /// The events build's file, written when the probe drops.
     #[cfg(feature = "events")]
     events_file: Option<std::path::PathBuf>,
+    /// The sampling build's trace, written when the probe drops, and when
+    /// sampling began.
+    #[cfg(feature = "jemalloc-prof")]
+    sampled_file: Option<(std::path::PathBuf, std::time::Instant)>,
     /// jemalloc has no peak of its own: the highest `stats.allocated` seen.
     #[allow(dead_code)]
     peak_seen: std::cell::Cell<u64>,
@@ -215,9 +242,22 @@ impl Drop for Probe {
     }
 }
 
+#[cfg(feature = "jemalloc-prof")]
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if let Some((path, started)) = &self.sampled_file {
+            if let Err(e) = sampled::finish(path, *started) {
+                eprintln!("probe: writing the sampled profile {}: {e}", path.display());
+            }
+        }
+    }
+}
+
 impl Probe {
     /// Starts measuring. With dhat, `trace` names the DHAT JSON file written
-    /// when the probe is dropped (`None`: no file, counts only).
+    /// when the probe is dropped (`None`: no file, counts only); the events
+    /// build writes its file there, the sampling build its sampled profile
+    /// (and samples only with a file to write).
     pub fn start(trace: Option<&Path>) -> Probe {
         #[cfg(feature = "dhat")]
         let _profiler = match trace {
@@ -229,11 +269,20 @@ impl Probe {
         let _ = trace;
         #[cfg(feature = "events")]
         events::start();
+        #[cfg(feature = "jemalloc-prof")]
+        let sampled_file = trace.map(|path| {
+            if let Err(e) = sampled::start() {
+                panic!("probe: starting jemalloc's profiler: {e}");
+            }
+            (path.to_path_buf(), std::time::Instant::now())
+        });
         Probe {
             #[cfg(feature = "dhat")]
             _profiler,
             #[cfg(feature = "events")]
             events_file: trace.map(Path::to_path_buf),
+            #[cfg(feature = "jemalloc-prof")]
+            sampled_file,
             peak_seen: std::cell::Cell::new(0),
         }
     }

@@ -1,0 +1,161 @@
+//! The sampling build against sites of known sizes: each estimate within the
+//! statistical bound of jemalloc's sampling model, window after window (a
+//! window continues the thread's random stream: a new draw of the sample).
+#![cfg(feature = "jemalloc-prof")]
+
+use std::hint::black_box;
+
+const KIB_N: u64 = 1_000_000;
+const MIB_N: u64 = 10;
+const SMALL_N: u64 = 10_000_000;
+/// Every tenth small allocation is still live when the profile is dumped.
+const SMALL_KEPT: u64 = SMALL_N / 10;
+
+#[inline(never)]
+fn kib_site(n: u64) {
+    for _ in 0..n {
+        black_box(Vec::<u8>::with_capacity(1024));
+    }
+}
+
+#[inline(never)]
+fn mib_site(keep: &mut Vec<Vec<u8>>) {
+    for _ in 0..MIB_N {
+        keep.push(black_box(Vec::<u8>::with_capacity(1 << 20)));
+    }
+}
+
+// Boxed: each kept value must be an allocation of its own.
+#[allow(clippy::vec_box)]
+#[inline(never)]
+fn small_site(keep: &mut Vec<Box<[u8; 24]>>) {
+    for i in 0..SMALL_N {
+        let b = black_box(Box::new([i as u8; 24]));
+        if i % 10 == 0 {
+            keep.push(b);
+        }
+    }
+}
+
+/// Sums of a site's estimates in a sampled trace: (total bytes, total
+/// allocations, live bytes), over every stack through `function`.
+fn site(trace: &serde_json::Value, function: &str) -> (f64, f64, f64) {
+    let ftbl: Vec<&str> = trace["ftbl"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let mut out = (0.0, 0.0, 0.0);
+    for pp in trace["pps"].as_array().unwrap() {
+        let through =
+            pp["fs"].as_array().unwrap().iter().any(|f| ftbl[f.as_u64().unwrap() as usize].contains(function));
+        if through {
+            out.0 += pp["tb"].as_f64().unwrap();
+            out.1 += pp["tbk"].as_f64().unwrap();
+            out.2 += pp["eb"].as_f64().unwrap();
+        }
+    }
+    out
+}
+
+/// Standard deviation of the estimated bytes of `n` allocations of usable
+/// size `s` at mean interval `r`: each is sampled with p = 1 - e^(-s/r) and
+/// then stands for s/p bytes.
+fn sd(n: u64, s: u64, r: u64) -> f64 {
+    let p = 1.0 - (-(s as f64) / r as f64).exp();
+    (n as f64 * p * (1.0 - p)).sqrt() * s as f64 / p
+}
+
+fn window(lg: u32, path: &std::path::Path, kib_n: u64, big: bool) -> serde_json::Value {
+    probe::sampled::reset(lg).unwrap();
+    let mut mib = Vec::with_capacity(MIB_N as usize);
+    let mut small = Vec::with_capacity(SMALL_KEPT as usize);
+    {
+        let probe = probe::Probe::start(Some(path));
+        assert_eq!(probe.variant(), probe::Variant::JemallocProf);
+        kib_site(kib_n);
+        if big {
+            mib_site(&mut mib);
+            small_site(&mut small);
+        }
+    }
+    drop((mib, small));
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(!path.with_extension("heap").exists(), "the raw dump is removed");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn sampled_estimates_fall_within_the_bound_of_the_sampling_model() {
+    let path = std::env::temp_dir().join(format!("probe-sampled-{}.dhat.json", std::process::id()));
+
+    // Every allocation sampled: the estimate is the count.
+    let t = window(0, &path, 1000, false);
+    assert_eq!(t["sampling"]["interval"], 1);
+    assert_eq!(site(&t, "kib_site"), (1000.0 * 1024.0, 1000.0, 0.0));
+
+    for lg in [12u32, 19] {
+        let r = 1u64 << lg;
+        // (name, allocations, usable size, bytes live at the dump)
+        let sites = [
+            ("kib_site", KIB_N, 1024u64, 0u64),
+            ("mib_site", MIB_N, 1 << 20, MIB_N),
+            // 24 bytes asked are jemalloc's 32-byte class: a sampled profile
+            // counts what jemalloc holds.
+            ("small_site", SMALL_N, 32, SMALL_KEPT),
+        ];
+        let windows = 4;
+        let mut sums = [0.0f64; 3];
+        for _ in 0..windows {
+            let t = window(lg, &path, KIB_N, true);
+            assert_eq!(t["sampling"]["lg_sample"], lg);
+            for (i, &(name, n, s, live)) in sites.iter().enumerate() {
+                let (total, allocs, live_bytes) = site(&t, name);
+                let (truth, bound) = ((n * s) as f64, 5.0 * sd(n, s, r) + 1.0);
+                assert!(
+                    (total - truth).abs() <= bound,
+                    "lg {lg} {name}: {total} bytes estimated, {truth} true, ±{bound}"
+                );
+                let allocs_bound = bound / s as f64 + 1.0;
+                assert!((allocs - n as f64).abs() <= allocs_bound, "lg {lg} {name}: {allocs} allocations, {n} true");
+                let (live_truth, live_bound) = ((live * s) as f64, 5.0 * sd(live, s, r) + 1.0);
+                assert!(
+                    (live_bytes - live_truth).abs() <= live_bound,
+                    "lg {lg} {name}: {live_bytes} live bytes estimated, {live_truth} true, ±{live_bound}"
+                );
+                sums[i] += total;
+            }
+        }
+        // Unbiased: the mean of the windows within 4 of its standard errors.
+        for (i, &(name, n, s, _)) in sites.iter().enumerate() {
+            let mean = sums[i] / windows as f64;
+            let bound = 4.0 * sd(n, s, r) / (windows as f64).sqrt() + 1.0;
+            assert!((mean - (n * s) as f64).abs() <= bound, "lg {lg} {name}: mean {mean}, ±{bound}");
+        }
+    }
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_dump_is_read_and_unbiased_as_jeprof_does() {
+    let text = "heap_v2/524288\n  t*: 3: 3072 [5: 5120]\n  t0: 3: 3072 [5: 5120]\n\
+                    @ 0x10 0x20 0x30\n  t*: 2: 2048 [4: 4096]\n  t0: 2: 2048 [4: 4096]\n\
+                    @ 0x11 0x21\n  t*: 0: 0 [0: 0]\n\
+                    @ 0x12\n  t*: 1: 1024 [1: 1024]\n\nMAPPED_LIBRARIES:\n5555-6666 r-xp 0 00:00 0 /x\n";
+    let p = probe::sampled::Profile::parse(std::path::Path::new("x.heap"), text).unwrap();
+    assert_eq!(p.interval, 524288);
+    assert_eq!(p.stacks.len(), 2, "the empty stack is dropped");
+    assert_eq!(p.stacks[0].0, vec![0x10, 0x20, 0x30]);
+    assert_eq!(
+        p.stacks[0].1,
+        probe::sampled::Counts { live_objs: 2, live_bytes: 2048, total_objs: 4, total_bytes: 4096 }
+    );
+    let e = p.stacks[0].1.estimate(p.interval);
+    let scale = 1.0 / (1.0 - (-1024.0f64 / 524288.0).exp());
+    assert!((e.total_bytes - 4096.0 * scale).abs() < 1e-6 && (e.live_objs - 2.0 * scale).abs() < 1e-9);
+    assert!(scale > 512.0 && scale < 513.0, "about R / s for s ≪ R: {scale}");
+    assert_eq!(probe::sampled::unbias(7, 700, 1), (7.0, 700.0), "every allocation sampled");
+    let bad = probe::sampled::Profile::parse(std::path::Path::new("x.heap"), "heap_v2/1\n@ 0x1\n t*: 1: x [0: 0]\n")
+        .unwrap_err();
+    assert!(bad.to_string().starts_with("x.heap:3:"), "{bad}");
+    assert!(probe::sampled::Profile::parse(std::path::Path::new("y.heap"), "heap/1\n")
+        .unwrap_err()
+        .to_string()
+        .contains("y.heap:1"));
+}
