@@ -220,12 +220,12 @@ pub fn finish(path: &Path, started: std::time::Instant) -> Result<(), SampledErr
 /// Whether a frame is jemalloc's own (its entry points and its profiler,
 /// compiled from tikv-jemalloc-sys's C sources): every sampled stack starts
 /// there, and only the frames after them say who allocated.
-fn is_jemalloc(frame: &str) -> bool {
-    frame.contains("/tikv-jemalloc-sys") || frame.split(": ").nth(1).is_some_and(|f| f.starts_with("_rjem_"))
+fn is_jemalloc(frame: &str, file: &str) -> bool {
+    file.contains("/tikv-jemalloc-sys") || frame.split(": ").nth(1).is_some_and(|f| f.starts_with("_rjem_"))
 }
 
 fn to_trace(profile: &Profile, lg: u32, end_us: u64) -> serde_json::Value {
-    let mut table = crate::symbols::FrameTable::default();
+    let mut table = crate::symbols::FrameTable::short();
     let mut pps = Vec::with_capacity(profile.stacks.len());
     for (addrs, counts) in &profile.stacks {
         // The first address is the profiler's own pc, the rest return addresses.
@@ -233,7 +233,7 @@ fn to_trace(profile: &Profile, lg: u32, end_us: u64) -> serde_json::Value {
         for (i, &ip) in addrs.iter().enumerate() {
             fs.extend_from_slice(table.frames(ip, i > 0));
         }
-        let own = fs.iter().take_while(|&&f| is_jemalloc(&table.ftbl[f])).count();
+        let own = fs.iter().take_while(|&&f| is_jemalloc(&table.ftbl[f], &table.files[f])).count();
         if own < fs.len() {
             fs.drain(..own);
         }

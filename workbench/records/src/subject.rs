@@ -55,6 +55,49 @@ impl Phase {
     }
 }
 
+/// The `[params]` of sampling-accuracy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, default)]
+pub struct SamplingParams {
+    /// The sampling intervals, each as log2 of the mean bytes between
+    /// samples (jemalloc's `lg_prof_sample`; 0 samples every allocation,
+    /// 19 is jemalloc's default of 512 KiB).
+    pub intervals: Vec<u32>,
+}
+
+impl Default for SamplingParams {
+    fn default() -> SamplingParams {
+        SamplingParams { intervals: vec![0, 8, 12, 16, 19, 21] }
+    }
+}
+
+/// sampling-accuracy: one heap profile of alloc-profile's workload, the
+/// exact one (the dhat build: `lg_sample` none) or one sampled by jemalloc
+/// at a mean interval of 2^`lg_sample` bytes, each from a process of its
+/// own. Its totals; the per-site comparison of a sampled profile with the
+/// exact one is read from the two traces (`trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SamplingAccuracy {
+    /// log2 of the mean bytes between samples; none: the exact profile.
+    pub lg_sample: Option<u32>,
+    /// Allocation calls from the probe's start to its end (estimated where
+    /// sampled; none in a build that neither counts nor samples).
+    pub allocs: Option<f64>,
+    /// Bytes allocated: requested (exact) or usable, size-class rounded (sampled).
+    pub bytes: Option<f64>,
+    /// Bytes still live at the end.
+    pub live_bytes: Option<f64>,
+    /// Stacks in the sampled profile that hold a sample (none: exact).
+    pub stacks: Option<u64>,
+    /// The profile's file in the dataset's `traces/` directory.
+    pub trace: Option<String>,
+    /// The process's wall time, s: the workload, and where sampled the dump
+    /// and its resolution too.
+    pub elapsed_s: f64,
+}
+
 /// heap-growth and transport-heap-growth: a sample every `sample_every`
 /// messages, and a summary at the end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -224,6 +267,12 @@ impl RoundTrip {
 impl crate::Compared for AllocProfile {
     const COLUMNS: crate::Columns =
         crate::Columns { keys: &["phase"], counts: &["allocs", "bytes", "bytes_freed"], times: &[] };
+}
+
+impl crate::Compared for SamplingAccuracy {
+    // A sampled profile's estimates change with the seed, so none is a count
+    // that must repeat; the exact profile's counts are alloc-profile's.
+    const COLUMNS: crate::Columns = crate::Columns { keys: &["lg_sample"], counts: &[], times: &[] };
 }
 
 impl crate::Compared for HeapGrowth {

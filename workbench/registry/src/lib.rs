@@ -174,6 +174,9 @@ experiments! {
     // The codecs and transports (`subject`).
     AllocProfile = "alloc-profile", runs AllocProfile, Subject, Codecs, Any;
     HeapGrowth = "heap-growth", runs HeapGrowth, Subject, Codecs, Any;
+    /// alloc-profile's workload profiled exactly (dhat) and sampled by
+    /// jemalloc at several intervals: how wrong a sampled heap profile is.
+    SamplingAccuracy = "sampling-accuracy", runs SamplingAccuracy, Subject, Codecs, Any;
     CodecSpeed = "codec-speed", runs CodecSpeed, Subject, Codecs, Uncounted;
     TransportAlloc = "transport-alloc", runs TransportAlloc, Subject, Transports, Any;
     TransportHeapGrowth = "transport-heap-growth", runs TransportHeapGrowth, Subject, Transports, Any;
@@ -228,6 +231,7 @@ impl Experiment {
             | Experiment::RoundtripLatencyOpen => {
                 read_params::<records::subject::RoundtripParams>(self, params).map(drop)
             }
+            Experiment::SamplingAccuracy => read_params::<records::subject::SamplingParams>(self, params).map(drop),
             Experiment::DatastoreQueries => read_params::<s::datastore_queries::Params>(self, params).map(drop),
             Experiment::BuildStages => read_params::<s::build_stages::Params>(self, params).map(drop),
             Experiment::ConnectionScaling => read_params::<s::connection_scaling::Params>(self, params).map(drop),
@@ -253,6 +257,10 @@ macro_rules! with_record {
             }
             Experiment::HeapGrowth | Experiment::TransportHeapGrowth => {
                 type $R = c::HeapGrowth;
+                $body
+            }
+            Experiment::SamplingAccuracy => {
+                type $R = c::SamplingAccuracy;
                 $body
             }
             Experiment::CodecSpeed | Experiment::InstrumentationCost => {

@@ -20,7 +20,7 @@ fn main() -> Result<()> {
     };
     // NOTE: locals drop in reverse order, so `out` is flushed and closed before
     // `probe` drops and (in the dhat build) writes its trace.
-    let probe = probe::Probe::start(cell.trace.as_deref());
+    let probe = probe::Probe::start(experiments::own_trace(&cell));
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     experiments::run(experiments::Ctx { cell: &cell, probe: &probe, out: &mut out })

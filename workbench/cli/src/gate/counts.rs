@@ -42,6 +42,7 @@ pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
         E::TransportAlloc => Some(transport_alloc),
         E::ServerHeapGrowth => Some(server_heap_growth),
         E::HeapGrowth
+        | E::SamplingAccuracy
         | E::CodecSpeed
         | E::TransportHeapGrowth
         | E::RoundtripLatency

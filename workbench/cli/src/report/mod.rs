@@ -18,6 +18,7 @@
 //! - The codecs' and transports' reports: [`alloc_profile`] (and its
 //!   [`growth_laws`]), [`codec_speed`],
 //!   [`heap_growth`] (two: codecs, transports), [`instrumentation_cost`],
+//!   [`sampling_accuracy`] (a sampled heap profile against the exact one),
 //!   [`roundtrip_latency`] (three: idle, awake, open loop), [`transport_alloc`].
 //! - The datastore's: [`build_stages`], [`connection_scaling`],
 //!   [`datastore_queries`], [`fault_soak`], [`io_wakeup`], [`pipeline_depth`], [`server_heap_growth`],
@@ -53,6 +54,7 @@ pub mod instrumentation_cost;
 pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod roundtrip_latency;
+pub mod sampling_accuracy;
 pub mod server_heap_growth;
 pub mod throughput;
 pub mod timeline;
@@ -104,6 +106,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
     match e {
         E::AllocProfile => &[alloc_profile::REPORT, growth_laws::REPORT],
         E::HeapGrowth => &[heap_growth::REPORT],
+        E::SamplingAccuracy => &[sampling_accuracy::REPORT],
         E::CodecSpeed => &[codec_speed::REPORT],
         E::TransportAlloc => &[transport_alloc::REPORT],
         E::TransportHeapGrowth => &[heap_growth::TRANSPORTS],

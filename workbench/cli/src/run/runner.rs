@@ -740,6 +740,8 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
     let trace = match p.variant.as_str() {
         "dhat" => Some("dhat.json"),
         "events" => Some("events.json"),
+        // sampling-accuracy's children write `<id>-lg<N>.sampled.json` beside it.
+        "jemalloc-prof" => Some("sampled.json"),
         _ => None,
     };
     if let Some(ext) = trace {

@@ -123,6 +123,16 @@ pub const VARIANTS: &[Build] = &[
         codegen: REFERENCE,
     },
     Build {
+        name: "jemalloc-prof",
+        features: &["jemalloc-prof"],
+        allocator:
+            "tikv-jemallocator 0.7 (jemalloc 5.3, heap profiling: prof, prof_accum; interval from _RJEM_MALLOC_CONF)",
+        profile_env: &[],
+        pgo: false,
+        bolt: false,
+        codegen: REFERENCE,
+    },
+    Build {
         name: "system",
         features: &[],
         allocator: GLIBC,
@@ -243,11 +253,12 @@ pub fn features(variant: &str) -> &'static [&'static str] {
     get(variant).map_or(&[], |v| v.features)
 }
 
-/// Whether a variant counts allocations (dhat, or jemalloc with its
-/// statistics), which costs time: `instrumentation-cost` measured jemalloc's
-/// statistics at up to ≈ 1.1× on allocation-heavy cells, dhat at up to 100×.
+/// Whether a variant counts allocations (dhat, jemalloc with its statistics
+/// or its sampling profiler), which costs time: `instrumentation-cost`
+/// measured jemalloc's statistics at up to ≈ 1.1× on allocation-heavy cells,
+/// dhat at up to 100×.
 pub fn counts_allocations(variant: &str) -> bool {
-    features(variant).iter().any(|f| *f == "dhat" || *f == "jemalloc" || *f == "events")
+    features(variant).iter().any(|f| ["dhat", "jemalloc", "events", "jemalloc-prof"].contains(f))
 }
 
 /// Whether a variant's counts are exact and repeat exactly (dhat, events):

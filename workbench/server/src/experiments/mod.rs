@@ -57,6 +57,7 @@ pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         E::Throughput => throughput::run(cell, &cell.params()?, out),
         E::AllocProfile
         | E::HeapGrowth
+        | E::SamplingAccuracy
         | E::CodecSpeed
         | E::TransportAlloc
         | E::TransportHeapGrowth

@@ -8,13 +8,35 @@ use anyhow::Result;
 use probe::Counters;
 use records::subject::{AllocProfile, Phase};
 
+/// One measured message: its index, its request's size, and the counters
+/// of its encode, decode and round trip.
+pub type Row = (u64, u64, [Counters; 3]);
+
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
-    let cell = ctx.cell;
-    let probe = ctx.probe;
+    let rows = measure::<C>(ctx.cell, ctx.probe)?;
+    for (msg, wire_bytes, phases) in rows {
+        for (phase, c) in Phase::ALL.into_iter().zip(phases) {
+            let r = AllocProfile {
+                msg,
+                phase,
+                wire_bytes,
+                allocs: c.allocs,
+                bytes: c.bytes_allocated,
+                bytes_freed: c.bytes_freed,
+            };
+            records::line(ctx.out, &r)?;
+        }
+    }
+    Ok(())
+}
+
+/// The workload: the cell's warm-up and measured messages, each encoded,
+/// decoded and sent round trip (sampling-accuracy profiles the same).
+pub fn measure<C: Codec>(cell: &probe::Cell, probe: &probe::Probe) -> Result<Vec<Row>> {
     let (mut client, mut server) = (C::new(), C::new());
     let mut v = VoteData::with_payload(cell.payload);
     // PERF: every container the loop writes to is sized before measuring.
-    let mut rows: Vec<(u64, u64, [Counters; 3])> = Vec::with_capacity(cell.messages as usize);
+    let mut rows: Vec<Row> = Vec::with_capacity(cell.messages as usize);
     let total = cell.warmup + cell.messages;
     let step = (total / 20).max(1);
     for i in 0..total {
@@ -40,18 +62,5 @@ pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
             super::progress(i + 1, total);
         }
     }
-    for (msg, wire_bytes, phases) in rows {
-        for (phase, c) in Phase::ALL.into_iter().zip(phases) {
-            let r = AllocProfile {
-                msg,
-                phase,
-                wire_bytes,
-                allocs: c.allocs,
-                bytes: c.bytes_allocated,
-                bytes_freed: c.bytes_freed,
-            };
-            records::line(ctx.out, &r)?;
-        }
-    }
-    Ok(())
+    Ok(rows)
 }

@@ -17,6 +17,7 @@ pub mod alloc_profile;
 pub mod codec_speed;
 pub mod heap_growth;
 pub mod roundtrip;
+pub mod sampling_accuracy;
 
 /// The context an experiment runs in.
 pub struct Ctx<'a> {
@@ -31,6 +32,7 @@ pub enum OverCodecs {
     AllocProfile,
     HeapGrowth,
     CodecSpeed,
+    SamplingAccuracy,
 }
 
 /// What a transport experiment runs.
@@ -59,6 +61,7 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
     Some(match experiment.runs() {
         E::AllocProfile => Codecs(C::AllocProfile),
         E::HeapGrowth => Codecs(C::HeapGrowth),
+        E::SamplingAccuracy => Codecs(C::SamplingAccuracy),
         E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
         E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed, Rows::Runs)),
         E::TransportHeapGrowth => Transports(T::HeapGrowth),
@@ -85,6 +88,7 @@ impl WithCodec for Dispatch<'_> {
             OverCodecs::AllocProfile => alloc_profile::run::<C>(self.0),
             OverCodecs::HeapGrowth => heap_growth::run::<C>(self.0),
             OverCodecs::CodecSpeed => codec_speed::run::<C>(self.0),
+            OverCodecs::SamplingAccuracy => sampling_accuracy::run::<C>(self.0),
         }
     }
 }
@@ -98,6 +102,16 @@ impl WithTransport for DispatchTransport<'_> {
             OverTransports::HeapGrowth => heap_growth::run_transport::<T>(self.0),
             OverTransports::RoundTrip(mode, rows) => roundtrip::run::<T>(self.0, mode, rows),
         }
+    }
+}
+
+/// The file this process's probe writes: the cell's `trace`, except where
+/// the cell's profiles come from child processes that each write their own
+/// (sampling-accuracy's sampled build: a profile per interval).
+pub fn own_trace(cell: &Cell) -> Option<&std::path::Path> {
+    match (cell.experiment.runs(), probe::VARIANT) {
+        (registry::Experiment::SamplingAccuracy, probe::Variant::JemallocProf) => None,
+        _ => cell.trace.as_deref(),
     }
 }
 

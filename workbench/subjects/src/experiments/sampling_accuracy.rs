@@ -1,0 +1,124 @@
+//! sampling-accuracy: alloc-profile's workload profiled exactly and by
+//! jemalloc's sampler, so that the CLI can hold each sampled profile against
+//! the exact one site by site.
+//!
+//! - The dhat build runs the workload in this process; its trace (written
+//!   when the probe drops) is the exact profile.
+//! - The sampling build (`jemalloc-prof`) runs it once per interval of the
+//!   spec's `params.intervals`, each in a child process of its own (this
+//!   binary, an alloc-profile cell), with the interval set as production
+//!   sets it: `_RJEM_MALLOC_CONF=lg_prof_sample:N`. A process per interval,
+//!   because each profile must cover what the exact one covers (a fresh
+//!   process's first-time allocations included), and because a new process
+//!   is a new seed (jemalloc seeds its sampler from the thread's address).
+//!   Each child writes `<cell>-lg<N>.sampled.json` beside the cell's trace.
+
+use super::Ctx;
+use crate::codecs::Codec;
+use anyhow::{anyhow, bail, Context, Result};
+use records::subject::{SamplingAccuracy, SamplingParams};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The environment variable jemalloc (built with tikv-jemalloc-sys's `_rjem_`
+/// prefix) reads its options from.
+pub const MALLOC_CONF: &str = "_RJEM_MALLOC_CONF";
+
+pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
+    let started = Instant::now();
+    let params: SamplingParams = ctx.cell.params()?;
+    if probe::VARIANT == probe::Variant::JemallocProf {
+        return sampled(ctx, &params);
+    }
+    super::alloc_profile::measure::<C>(ctx.cell, ctx.probe)?;
+    let s = ctx.probe.snapshot();
+    let r = SamplingAccuracy {
+        lg_sample: None,
+        allocs: s.counters.allocs.map(|a| a as f64),
+        bytes: s.counters.bytes_allocated.map(|b| b as f64),
+        live_bytes: s.live_bytes.map(|b| b as f64),
+        stacks: None,
+        trace: ctx.cell.trace.as_deref().map(file_name).transpose()?,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    };
+    records::line(ctx.out, &r)?;
+    Ok(())
+}
+
+fn file_name(p: &Path) -> Result<String> {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| anyhow!("{}: no file name", p.display()))
+}
+
+/// Where the child sampling at 2^`lg` writes its profile: beside the cell's
+/// own trace path, `<cell>-lg<N>.sampled.json`.
+pub fn profile_path(trace: &Path, lg: u32) -> PathBuf {
+    let name = trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".sampled.json").unwrap_or(&name);
+    trace.with_file_name(format!("{stem}-lg{lg}.sampled.json"))
+}
+
+fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
+    let Some(trace) = ctx.cell.trace.as_deref() else {
+        bail!("sampling-accuracy: the sampling build writes its profiles beside the cell's `trace`, which is unset");
+    };
+    let exe = std::env::current_exe().context("finding this binary to run the sampled profiles")?;
+    let n = params.intervals.len() as u64;
+    for (i, &lg) in params.intervals.iter().enumerate() {
+        let path = profile_path(trace, lg);
+        let mut child = ctx.cell.clone();
+        child.experiment = registry::Experiment::AllocProfile;
+        child.params = Default::default();
+        child.trace = Some(path.clone());
+        let t0 = Instant::now();
+        let out = std::process::Command::new(&exe)
+            .arg("--cell")
+            .arg(serde_json::to_string(&child)?)
+            .env(MALLOC_CONF, format!("lg_prof_sample:{lg}"))
+            .stdout(std::process::Stdio::null())
+            .output()
+            .with_context(|| format!("running {}", exe.display()))?;
+        let elapsed_s = t0.elapsed().as_secs_f64();
+        if !out.status.success() {
+            bail!(
+                "the profile sampled at 2^{lg} bytes ({}) failed ({}): {}",
+                path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .filter(|l| !l.starts_with("progress "))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let profile: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+        let found = profile["sampling"]["lg_sample"].as_u64();
+        if found != Some(lg as u64) {
+            bail!("{}: sampled at 2^{found:?}, not 2^{lg}: jemalloc did not read {MALLOC_CONF}", path.display());
+        }
+        let pps = profile["pps"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let sum = |k: &str| pps.iter().filter_map(|p| p[k].as_f64()).sum::<f64>();
+        let r = SamplingAccuracy {
+            lg_sample: Some(lg),
+            allocs: Some(sum("tbk")),
+            bytes: Some(sum("tb")),
+            live_bytes: Some(sum("eb")),
+            stacks: Some(pps.len() as u64),
+            trace: Some(file_name(&path)?),
+            elapsed_s,
+        };
+        records::line(ctx.out, &r)?;
+        super::progress(i as u64 + 1, n);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_interval_has_its_profile_beside_the_cells_trace() {
+        let p = super::profile_path(std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1.sampled.json"), 12);
+        assert_eq!(p, std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1-lg12.sampled.json"));
+    }
+}
