@@ -109,8 +109,8 @@ impl WithTransport for DispatchTransport<'_> {
 /// the cell's profiles come from child processes that each write their own
 /// (sampling-accuracy's sampled build: a profile per interval).
 pub fn own_trace(cell: &Cell) -> Option<&std::path::Path> {
-    match (cell.experiment.runs(), probe::VARIANT) {
-        (registry::Experiment::SamplingAccuracy, probe::Variant::JemallocProf) => None,
+    match cell.experiment.runs() {
+        registry::Experiment::SamplingAccuracy if !sampling_accuracy::is_profiled_process() => None,
         _ => cell.trace.as_deref(),
     }
 }

@@ -12,6 +12,9 @@
 //!   process's first-time allocations included), and because a new process
 //!   is a new seed (jemalloc seeds its sampler from the thread's address).
 //!   Each child writes `<cell>-lg<N>.sampled.json` beside the cell's trace.
+//!   A child is the same cell (so that its stacks are the exact profile's,
+//!   driver frames included, and its sites match); what tells it from its
+//!   parent is the interval in its environment ([`is_profiled_process`]).
 
 use super::Ctx;
 use crate::codecs::Codec;
@@ -24,12 +27,19 @@ use std::time::Instant;
 /// prefix) reads its options from.
 pub const MALLOC_CONF: &str = "_RJEM_MALLOC_CONF";
 
+/// Whether this process is a profile's own (the exact build, or a child of
+/// the sampling build given its interval), not the sampling build's parent.
+pub fn is_profiled_process() -> bool {
+    probe::VARIANT != probe::Variant::JemallocProf || std::env::var_os(MALLOC_CONF).is_some()
+}
+
 pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
     let started = Instant::now();
     let params: SamplingParams = ctx.cell.params()?;
-    if probe::VARIANT == probe::Variant::JemallocProf {
+    if !is_profiled_process() {
         return sampled(ctx, &params);
     }
+    // The workload, as alloc-profile runs it.
     super::alloc_profile::measure::<C>(ctx.cell, ctx.probe)?;
     let s = ctx.probe.snapshot();
     let r = SamplingAccuracy {
@@ -66,8 +76,6 @@ fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
     for (i, &lg) in params.intervals.iter().enumerate() {
         let path = profile_path(trace, lg);
         let mut child = ctx.cell.clone();
-        child.experiment = registry::Experiment::AllocProfile;
-        child.params = Default::default();
         child.trace = Some(path.clone());
         let t0 = Instant::now();
         let out = std::process::Command::new(&exe)
