@@ -71,6 +71,7 @@ impl Frame {
                     "<alloc::boxed::Box<",
                     "<core::panic::",
                     "<dyn core::ops::function::",
+                    "<&dyn core::ops::function::",
                 ]
                 .iter()
                 .any(|p| self.function.starts_with(p)))

@@ -147,8 +147,21 @@ pub struct Trace {
 impl Trace {
     /// Loads and checks a trace: the fields DHAT's viewer requires, file
     /// version 2, every site with frames, no two sites with the same stack.
+    /// A trace may be gzipped (`<name>.gz`, as the runner stores the
+    /// sampled profiles): `path` names either, and a missing `x.json` is
+    /// read from `x.json.gz`.
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let gz = path.with_file_name(format!("{}.gz", path.file_name().unwrap_or_default().to_string_lossy()));
+        let path = if !path.exists() && gz.exists() { gz.as_path() } else { path };
+        let io = |source| TraceError::Io { path: path.into(), source };
+        let text = if path.extension().is_some_and(|e| e == "gz") {
+            let mut s = String::new();
+            let file = std::fs::File::open(path).map_err(io)?;
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
+            s
+        } else {
+            std::fs::read_to_string(path).map_err(io)?
+        };
         Trace::parse(path, &text)
     }
 
@@ -284,6 +297,23 @@ mod tests {
         let no_pps = text.replace(r#""pps""#, r#""ppz""#);
         let e = Trace::parse(Path::new("t.json"), &no_pps).unwrap_err();
         assert!(e.to_string().contains("pps"), "{e}");
+    }
+
+    #[test]
+    fn a_gzipped_trace_is_read_by_either_name() {
+        let text = r#"{"dhatFileVersion":2,"mode":"rust-heap","cmd":"x","te":2,
+            "pps":[{"tb":30,"tbk":1,"fs":[1]}],"ftbl":["[root]","0x1: zap::f (zap/src/a.rs:1:1)"]}"#;
+        let dir = std::env::temp_dir().join(format!("trace-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let gz = dir.join("t.sampled.json.gz");
+        let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, text.as_bytes()).unwrap();
+        e.finish().unwrap();
+        for p in [gz.clone(), dir.join("t.sampled.json")] {
+            let t = Trace::load(&p).unwrap();
+            assert_eq!((t.total_bytes(), t.path.clone()), (30, gz.clone()));
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

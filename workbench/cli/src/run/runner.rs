@@ -802,15 +802,21 @@ pub(crate) fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiPro
             tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
         );
     }
-    if p.variant == "events" {
-        // `<id>.events.json`, or a server cell's `<id>-<workload>.events.json`.
+    // The files a cell writes many of, gzipped (a tenth of their size):
+    // `<id>.events.json`, a server cell's `<id>-<workload>.events.json`, a
+    // sampling-accuracy cell's `<id>-lg<N>.sampled.json`. Their readers
+    // take either.
+    let gzipped = match p.variant.as_str() {
+        "events" => Some(".events.json"),
+        "jemalloc-prof" => Some(".sampled.json"),
+        _ => None,
+    };
+    if let Some(ext) = gzipped {
         let dir = staging.join("traces");
         for f in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
             let f = f?.path();
             let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name.ends_with(".events.json")
-                && (name == format!("{}.events.json", p.id) || name.starts_with(&format!("{}-", p.id)))
-            {
+            if name.ends_with(ext) && (name == format!("{}{ext}", p.id) || name.starts_with(&format!("{}-", p.id))) {
                 dataset::gzip_in_place(&f)?;
             }
         }
