@@ -117,6 +117,22 @@ pub const MACROS: &[Macro] = &[
     m("pipeSpeedup", "pipeline-depth", "500", 64, col::SPEEDUP),
     m("pipeDepth", "pipeline-depth", "500", 64, col::DEPTH),
     m("pipeDelay", "pipeline-depth", "500", 64, col::DELAY),
+    // How wrong a sampled heap profile is: jemalloc's default interval
+    // (2^19), a fine one (2^12), and every allocation against dhat.
+    m("samplingDefaultInterval", "sampling-accuracy", "19", 1 << 19, col::INTERVAL),
+    m("samplingDefaultError", "sampling-accuracy", "19", 1 << 19, col::SAMPLING_ERROR),
+    m("samplingDefaultFoundSmall", "sampling-accuracy", "19", 1 << 19, col::FOUND_SMALL),
+    m("samplingDefaultFoundMid", "sampling-accuracy", "19", 1 << 19, col::FOUND_MID),
+    m("samplingDefaultFoundLarge", "sampling-accuracy", "19", 1 << 19, col::FOUND_LARGE),
+    m("samplingDefaultTop", "sampling-accuracy", "19", 1 << 19, col::TOP_TEN),
+    m("samplingMidInterval", "sampling-accuracy", "16", 1 << 16, col::INTERVAL),
+    m("samplingMidError", "sampling-accuracy", "16", 1 << 16, col::SAMPLING_ERROR),
+    m("samplingMidFoundMid", "sampling-accuracy", "16", 1 << 16, col::FOUND_MID),
+    m("samplingFineInterval", "sampling-accuracy", "12", 1 << 12, col::INTERVAL),
+    m("samplingFineError", "sampling-accuracy", "12", 1 << 12, col::SAMPLING_ERROR),
+    m("samplingFineTop", "sampling-accuracy", "12", 1 << 12, col::TOP_TEN),
+    m("samplingFineFoundMid", "sampling-accuracy", "12", 1 << 12, col::FOUND_MID),
+    m("samplingEveryVsDhat", "sampling-accuracy", "0", 1, col::ERROR_VS_DHAT),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is

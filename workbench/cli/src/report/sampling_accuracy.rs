@@ -26,7 +26,7 @@ use super::Report;
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{write_both, Chart, Line};
-use crate::report::tables::{row, source_of, stats_of, Table, TableCell};
+use crate::report::tables::{col, row, source_of, stats_of, Table, TableCell};
 use anyhow::{Context, Result};
 use records::subject::SamplingAccuracy;
 use registry::{CellId, Experiment};
@@ -253,7 +253,12 @@ pub fn table(run: &Run) -> Result<Table> {
         let errors: Vec<f64> = ps.iter().map(|p| p.error).collect();
         let sampling: Vec<f64> = ps.iter().filter_map(|p| p.sampling_error).collect();
         let top: Vec<f64> = ps.iter().map(|p| p.top10).collect();
-        let mut cells = row![TableCell::keyed(interval_label(lg), lg), fmt::count(ps.len() as f64)];
+        // Keyed by log2 and by bytes, as the paper's macros find a row.
+        let mut cells = row![
+            TableCell::keyed(lg.to_string(), lg),
+            TableCell::keyed(interval_label(lg), 1u64 << lg),
+            fmt::count(ps.len() as f64)
+        ];
         cells.push(ranged(&sampling));
         cells.extend(found);
         cells.push(ranged(&top));
@@ -280,14 +285,15 @@ pub fn table(run: &Run) -> Result<Table> {
             s.warmup,
         ),
         header: vec![
-            "Interval",
+            "log2",
+            col::INTERVAL,
             "Profiles",
-            "Sampling error",
-            "Found < 64 KiB",
-            "Found 64 KiB–1 MiB",
-            "Found ≥ 1 MiB",
-            "Top 10",
-            "Error vs dhat",
+            col::SAMPLING_ERROR,
+            col::FOUND_SMALL,
+            col::FOUND_MID,
+            col::FOUND_LARGE,
+            col::TOP_TEN,
+            col::ERROR_VS_DHAT,
         ],
         rows,
         source: source_of(run),
@@ -408,9 +414,8 @@ mod tests {
         assert!(p.sites[0].theory_sd(4096.0) < 1e-10);
 
         let t = table(&r).unwrap();
-        let key = interval_label(12);
-        assert_eq!(crate::report::fixture::cell(&t, &[&key], "Found ≥ 1 MiB"), pct(1.0));
-        assert_eq!(crate::report::fixture::cell(&t, &[&key], "Found < 64 KiB"), pct(0.0));
+        assert_eq!(crate::report::fixture::cell(&t, &["12"], col::FOUND_LARGE), pct(1.0));
+        assert_eq!(crate::report::fixture::cell(&t, &["12"], col::FOUND_SMALL), pct(0.0));
         let lines = error_by_interval(&ps);
         assert!(
             lines.iter().any(|l| l.label == "sites ≥ 1 MiB" && l.points == vec![(4096.0, 10.0)]),

@@ -78,6 +78,13 @@ pub mod col {
     pub const SPEEDUP: &str = "Speedup";
     pub const DEPTH: &str = "Depth";
     pub const DELAY: &str = "Delay";
+    pub const INTERVAL: &str = "Interval";
+    pub const SAMPLING_ERROR: &str = "Sampling error";
+    pub const FOUND_SMALL: &str = "Found < 64 KiB";
+    pub const FOUND_MID: &str = "Found 64 KiB–1 MiB";
+    pub const FOUND_LARGE: &str = "Found ≥ 1 MiB";
+    pub const TOP_TEN: &str = "Top 10";
+    pub const ERROR_VS_DHAT: &str = "Error vs dhat";
 }
 
 impl From<String> for TableCell {
