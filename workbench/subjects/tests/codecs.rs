@@ -88,6 +88,13 @@ fn same_seed_same_vote_different_seed_different_vote() {
 /// it runs (`test = false`), so a unit test written there would never run:
 /// there must be none.
 #[test]
+fn each_sampled_profile_has_its_file_beside_the_cells_trace() {
+    use subjects::experiments::sampling_accuracy::profile_path;
+    let p = profile_path(std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1.sampled.json"), 12);
+    assert_eq!(p, std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1-lg12.sampled.json"));
+}
+
+#[test]
 fn the_library_holds_no_unit_tests() {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs = vec![here.join("src"), here.join("../stacks/src")];

@@ -36,7 +36,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
         for &payload in &spec.payloads {
             let t = |v: &str| per_msg(codec, payload, v, Implementation::Codec);
             let (sys, plain, stats, dhat) = (t("system")?, t("jemalloc-plain")?, t("jemalloc")?, t("dhat")?);
-            let events = t("events")?;
+            let (events, prof) = (t("events")?, t("jemalloc-prof")?);
             // ZAP allocates nothing, so its ratio across builds is the noise of the comparison.
             let z = |v: &str| per_msg(codec, payload, v, Implementation::Zap);
             rows.push(row![
@@ -48,6 +48,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
                 r(stats, sys),
                 r(dhat, sys),
                 r(events, dhat),
+                r(prof, plain),
                 r(z("jemalloc")?, z("system")?),
             ]);
         }
@@ -61,7 +62,9 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
              ratios. jemalloc ÷ system is the allocator change alone (jemalloc with its statistics compiled \
              out); stats ÷ no stats is the price of jemalloc's statistics (the probe's jemalloc build); dhat ÷ \
              system is the counting build, never used for timings; events ÷ dhat prices the heap timeline's \
-             build (every allocation and free by site and operation) against dhat's. The last column times ZAP, which allocates \
+             build (every allocation and free by site and operation) against dhat's; sampling ÷ no stats prices jemalloc's \
+             heap profiler at its default interval (512 KiB, the sampled profile dumped after the timed rounds) \
+             against jemalloc alone. The last column times ZAP, which allocates \
              nothing, in the jemalloc-stats build against the system build of the same cells: the noise of \
              these ratios. {} profile.",
             tables::messages(s, &spec.payloads),
@@ -77,6 +80,7 @@ pub fn instrumentation_cost(run: &Run) -> Result<Table> {
             "jemalloc-stats ÷ system",
             "dhat ÷ system",
             "events ÷ dhat",
+            "sampling ÷ no stats",
             "ZAP: stats ÷ system",
         ],
         rows,
@@ -93,9 +97,14 @@ mod tests {
     #[test]
     fn each_build_is_priced_against_the_one_below_it() {
         let mut rows = Vec::new();
-        for (variant, ns) in
-            [("system", 10.0), ("jemalloc-plain", 11.0), ("jemalloc", 22.0), ("dhat", 100.0), ("events", 110.0)]
-        {
+        for (variant, ns) in [
+            ("system", 10.0),
+            ("jemalloc-plain", 11.0),
+            ("jemalloc", 22.0),
+            ("dhat", 100.0),
+            ("events", 110.0),
+            ("jemalloc-prof", 13.2),
+        ] {
             for (implementation, op) in [
                 (Implementation::Codec, Op::Encode),
                 (Implementation::Codec, Op::Decode),
@@ -124,6 +133,7 @@ mod tests {
         assert_eq!(col(4), format!("{}×", fmt::sig3(2.0)));
         assert_eq!(col(6), format!("{}×", fmt::sig3(10.0)));
         assert_eq!(col(7), format!("{}×", fmt::sig3(1.1)));
-        assert_eq!(col(8), format!("{}×", fmt::sig3(2.2)));
+        assert_eq!(col(8), format!("{}×", fmt::sig3(1.2)));
+        assert_eq!(col(9), format!("{}×", fmt::sig3(2.2)));
     }
 }

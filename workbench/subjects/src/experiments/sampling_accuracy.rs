@@ -121,12 +121,3 @@ fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn each_interval_has_its_profile_beside_the_cells_trace() {
-        let p = super::profile_path(std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1.sampled.json"), 12);
-        assert_eq!(p, std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1-lg12.sampled.json"));
-    }
-}
