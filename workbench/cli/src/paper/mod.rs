@@ -319,7 +319,22 @@ pub fn write_provenance_of(root: &Path, analyses: &[Analysis]) -> Result<Vec<Pat
     );
     let mut md = format!("{fresh} of {} datasets the paper reads are fresh.\n\n| dataset | scale | revision | date | machine | freshness |\n|---|---|---|---|---|---|\n", rows.len());
     for r in &rows {
-        tex += &format!("{} \\\\\n", r.iter().map(|c| tables::tex_escape(c)).collect::<Vec<_>>().join(" & "));
+        // A path among the inputs (`src:workbench/…/sampling_accuracy.rs`)
+        // is one word to LaTeX: it may break after each slash, or it runs
+        // past the margin.
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let t = tables::tex_escape(c);
+                if i == 5 {
+                    t.replace('/', "/\\allowbreak{}")
+                } else {
+                    t
+                }
+            })
+            .collect();
+        tex += &format!("{} \\\\\n", cells.join(" & "));
         md += &format!("| {} |\n", r.join(" | "));
     }
     tex += "\\bottomrule\n\\end{longtable}\n";
