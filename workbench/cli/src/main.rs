@@ -710,7 +710,7 @@ fn review(cmd: TraceCmd) -> Result<()> {
             let t = trace::Trace::load(&path)?;
             let out = out.unwrap_or_else(|| {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                path.with_file_name(format!("{}{}", name.trim_end_matches(".dhat.json"), format.suffix()))
+                path.with_file_name(format!("{}{}", trace::stem(&name), format.suffix()))
             });
             match format {
                 ExportFormat::Pprof => {

@@ -233,6 +233,16 @@ impl Trace {
     }
 }
 
+/// The endings of a trace file's name: dhat's, and the sampling build's
+/// profile (gzipped in a dataset).
+pub const TRACE_SUFFIXES: &[&str] = &[".dhat.json", ".sampled.json.gz", ".sampled.json"];
+
+/// A trace file's name without its ending ([`TRACE_SUFFIXES`]): the cell,
+/// and for a sampled profile its interval (`zap-p0-jemalloc-prof-r0-lg12`).
+pub fn stem(name: &str) -> &str {
+    TRACE_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name)
+}
+
 /// Where Debian's valgrind installs DHAT's viewer.
 pub fn viewer() -> Option<PathBuf> {
     [
@@ -314,6 +324,13 @@ mod tests {
             assert_eq!((t.total_bytes(), t.path.clone()), (30, gz.clone()));
         }
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_stem_drops_the_ending_of_either_kind() {
+        assert_eq!(stem("zap-p0-dhat-r0.dhat.json"), "zap-p0-dhat-r0");
+        assert_eq!(stem("zap-p0-jemalloc-prof-r0-lg12.sampled.json.gz"), "zap-p0-jemalloc-prof-r0-lg12");
+        assert_eq!(stem("other.json"), "other.json");
     }
 
     #[test]
