@@ -94,7 +94,8 @@ pub struct SamplingAccuracy {
     /// The profile's file in the dataset's `traces/` directory.
     pub trace: Option<String>,
     /// The process's wall time, s: the workload, and where sampled the dump
-    /// and its resolution too.
+    /// and its resolution too (the sampled profiles' processes run as many at
+    /// a time as there are cores: not a timing to compare).
     pub elapsed_s: f64,
 }
 
