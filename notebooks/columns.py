@@ -177,7 +177,8 @@ class SamplingAccuracy:
 
     elapsed_s = pl.col("elapsed_s")
     """The process's wall time, s: the workload, and where sampled the dump
-    and its resolution too.
+    and its resolution too (the sampled profiles' processes run as many at
+    a time as there are cores: not a timing to compare).
     """
 
     lg_sample = pl.col("lg_sample")
