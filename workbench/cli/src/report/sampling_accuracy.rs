@@ -49,7 +49,7 @@ fn size_class(bytes: f64) -> usize {
 }
 
 /// A site's identity across traces: the innermost [`DEPTH`] functions of
-/// its folded stack, and its side.
+/// its folded stack above the subject's driver, and its side.
 type Key = (String, Option<Side>);
 
 /// Frames of a folded stack that name a site across the two builds. dhat
@@ -59,6 +59,24 @@ type Key = (String, Option<Side>);
 /// further out are merged alike on both sides).
 pub const DEPTH: usize = 16;
 
+/// The subject's driver (the `subject` binary's crate). It links the
+/// probe, so each allocator build compiles it anew and inlines it its own
+/// way: the same call showed `Dispatch::run ← run_with` in one build and
+/// neither in the other. A site is named by its frames above the driver
+/// (the codecs' and stacks' crates compile alike in every build); a site in
+/// the driver itself by its innermost frame.
+const DRIVER: &[&str] = &["subjects", "subject"];
+
+fn key_of(stack: &[trace::Frame]) -> String {
+    let in_driver = |f: &&trace::Frame| f.krate.as_deref().is_some_and(|k| DRIVER.contains(&k));
+    let above: Vec<&str> =
+        stack.iter().take_while(|f| !in_driver(f)).take(DEPTH).map(|f| f.function.as_str()).collect();
+    match (above.is_empty(), stack.first()) {
+        (true, Some(f)) => f.function.clone(),
+        _ => above.join(" ← "),
+    }
+}
+
 /// Bytes and allocations per site of one profile.
 type Sites = BTreeMap<Key, (f64, f64)>;
 
@@ -66,8 +84,7 @@ type Sites = BTreeMap<Key, (f64, f64)>;
 fn sites(t: &Trace) -> Sites {
     let mut out: Sites = BTreeMap::new();
     for s in &t.sites {
-        let key = s.stack.iter().take(DEPTH).map(|f| f.function.as_str()).collect::<Vec<_>>().join(" ← ");
-        let e = out.entry((key, s.side)).or_default();
+        let e = out.entry((key_of(&s.stack), s.side)).or_default();
         e.0 += s.bytes as f64;
         e.1 += s.blocks as f64;
     }
@@ -363,6 +380,31 @@ mod tests {
         serde_json::json!({"dhatFileVersion": 2, "mode": "rust-heap", "verb": "Allocated", "bklt": true, "bkacc": false,
             "tu": "µs", "Mtu": "s", "tuth": 10, "cmd": "subject", "pid": 1, "te": 1, "pps": pps, "ftbl": ftbl})
         .to_string()
+    }
+
+    #[test]
+    fn a_site_is_named_above_the_driver_whose_inlining_differs_by_build() {
+        // The same site: the driver's frames differ (one build inlined
+        // `Dispatch::run`), the codec's do not.
+        let frames = |fs: &[&str]| -> Trace {
+            let mut ftbl = vec!["[root]".to_string()];
+            for (i, f) in fs.iter().enumerate() {
+                ftbl.push(format!("0x{:x}: {f} (x/src/a.rs:{i}:1)", i + 1));
+            }
+            let text = serde_json::json!({"dhatFileVersion": 2, "mode": "rust-heap", "cmd": "subject", "te": 1,
+                "pps": [{"tb": 100, "tbk": 1, "fs": (1..=fs.len()).collect::<Vec<_>>()}], "ftbl": ftbl})
+            .to_string();
+            Trace::parse(Path::new("t.json"), &text).unwrap()
+        };
+        let a = frames(&["stacks::codecs::zap::encode", "subjects::experiments::run", "subject::main"]);
+        let b = frames(&[
+            "stacks::codecs::zap::encode",
+            "<subjects::experiments::Dispatch as stacks::codecs::WithCodec>::run",
+            "subjects::experiments::run",
+            "subject::main",
+        ]);
+        assert_eq!(sites(&a), sites(&b));
+        assert_eq!(sites(&a).keys().next().unwrap().0, "stacks::codecs::zap::encode");
     }
 
     fn record(lg: Option<u32>, trace: &str) -> SamplingAccuracy {
