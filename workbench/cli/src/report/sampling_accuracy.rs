@@ -349,6 +349,12 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let lines = error_by_interval(&compare(run)?);
     let xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
     let (x0, x1) = xs.iter().fold((f64::INFINITY, 1.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    // Each measured interval named above its points: the axis's own ticks
+    // fall between them.
+    let mut intervals: Vec<f64> = xs.clone();
+    intervals.sort_by(f64::total_cmp);
+    intervals.dedup();
+    let marks: Vec<(f64, String)> = intervals.iter().map(|&x| (x, fmt::bytes(x))).collect();
     let chart = Chart {
         title: format!("Sampled heap profile: median site error against interval ({})", run.manifest.run_id),
         x_desc: "mean sampling interval (log)",
@@ -356,10 +362,11 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         x_log: true,
         x_range: (x0.min(x1) * 0.7, x1 * 1.4),
         y_log_floor: true,
-        y_range: (0.05, 150.0),
+        // Room above 100 % (a missed site) for the intervals' names.
+        y_range: (0.05, 500.0),
         x_fmt: &|v| fmt::bytes(*v),
         y_fmt: &|v| format!("{v:.1}"),
-        x_marks: &[],
+        x_marks: &marks,
     };
     write_both(dir, REPORT.name, &lines, &chart)
 }
