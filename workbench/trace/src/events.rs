@@ -541,6 +541,7 @@ impl Events {
             peak_us: None,
             sites,
             operations: Some(self.operations()),
+            sampling: None,
         }
     }
 }

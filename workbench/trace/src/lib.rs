@@ -113,6 +113,19 @@ struct DhatFile {
     peak_us: Option<u64>,
     pps: Vec<RawSite>,
     ftbl: Vec<String>,
+    /// Present in a profile jemalloc sampled (`probe::sampled`).
+    #[serde(default)]
+    sampling: Option<Sampling>,
+}
+
+/// How a sampled profile was sampled: its counts are estimates, and what a
+/// sample cannot know (the global peak, lifetimes) is 0 in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Sampling {
+    /// log2 of the mean bytes between samples.
+    pub lg_sample: u32,
+    /// The mean bytes between samples.
+    pub interval: u64,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +155,8 @@ pub struct Trace {
     pub sites: Vec<Site>,
     /// Operations the run performed (messages + warm-up of the cell in `cmd`).
     pub operations: Option<u64>,
+    /// Set for a sampled profile (not dhat's exact trace).
+    pub sampling: Option<Sampling>,
 }
 
 impl Trace {
@@ -208,6 +223,7 @@ impl Trace {
         Ok(Trace {
             path: p(),
             operations: operations_of(&file.cmd),
+            sampling: file.sampling,
             cmd: file.cmd,
             end_us: file.end_us,
             peak_us: file.peak_us,
@@ -324,6 +340,23 @@ mod tests {
             assert_eq!((t.total_bytes(), t.path.clone()), (30, gz.clone()));
         }
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_sampled_profile_says_so_and_shows_no_peak() {
+        let text = r#"{"dhatFileVersion":2,"mode":"rust-heap","cmd":"x","te":2,"sampling":{"lg_sample":12,"interval":4096},
+            "pps":[{"tb":30,"tbk":1,"eb":30,"fs":[1]}],"ftbl":["[root]","0x1: zap::f (zap/src/a.rs:1:1)"]}"#;
+        let t = Trace::parse(Path::new("t.sampled.json"), text).unwrap();
+        assert_eq!(t.sampling, Some(Sampling { lg_sample: 12, interval: 4096 }));
+        let out = render_top(&t, By::Bytes, None, 5);
+        assert!(out.contains("sampled by jemalloc") && out.contains("live at exit 30 B"), "{out}");
+        assert!(!out.contains("at peak"), "{out}");
+        let exact = Trace::parse(
+            Path::new("t.dhat.json"),
+            &text.replace(r#""sampling":{"lg_sample":12,"interval":4096},"#, ""),
+        )
+        .unwrap();
+        assert!(exact.sampling.is_none() && render_top(&exact, By::Bytes, None, 5).contains("at peak"));
     }
 
     #[test]

@@ -323,7 +323,11 @@ pub fn profile(t: &Trace, labels: &Labels) -> Profile {
             label: label.clone(),
         });
     }
-    let comment = vec![strings.id(&format!("dhat trace {} ({})", t.path.display(), t.cmd))];
+    let kind = match t.sampling {
+        Some(sm) => format!("jemalloc profile sampled every {} B on average (estimates)", sm.interval),
+        None => "dhat trace".to_string(),
+    };
+    let comment = vec![strings.id(&format!("{kind} {} ({})", t.path.display(), t.cmd))];
     Profile {
         sample_type,
         sample,

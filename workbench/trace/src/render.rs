@@ -21,6 +21,13 @@ pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String
         t.sites.len(),
         merge(&t.sites).len()
     );
+    if let Some(sm) = t.sampling {
+        s += &format!(
+            "sampled by jemalloc every {} on average (2^{}): bytes and blocks are estimates; no peak or lifetimes\n",
+            units::bytes(sm.interval as f64),
+            sm.lg_sample
+        );
+    }
     if let Some(side) = side {
         let (b, k) = sites.iter().fold((0, 0), |(b, k), x| (b + x.bytes, k + x.blocks));
         s += &format!("{} side: {} B in {} blocks\n", side.name(), thousands(b), thousands(k));
@@ -29,15 +36,22 @@ pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String
         let per_op = t
             .operations
             .map(|n| format!("  {:.1} B/op  {:.3} blocks/op", x.bytes as f64 / n as f64, x.blocks as f64 / n as f64));
+        // A sampled profile knows what is live at its end, not at the peak.
+        let when = match t.sampling {
+            Some(_) => format!("live at exit {} B", thousands(x.at_exit)),
+            None => format!(
+                "at peak {} B  avg life {}",
+                thousands(x.at_peak),
+                life(x.lifetime_us as f64 / x.blocks.max(1) as f64)
+            ),
+        };
         s += &format!(
-            "\n#{:<3} {} B ({:.1}%)  {} blocks  avg {} B  at peak {} B  avg life {}  [{}]{}\n",
+            "\n#{:<3} {} B ({:.1}%)  {} blocks  avg {} B  {when}  [{}]{}\n",
             i + 1,
             thousands(x.bytes),
             100.0 * x.bytes as f64 / bytes.max(1) as f64,
             thousands(x.blocks),
             thousands(x.bytes / x.blocks.max(1)),
-            thousands(x.at_peak),
-            life(x.lifetime_us as f64 / x.blocks.max(1) as f64),
             x.side.map_or("?", Side::name),
             per_op.unwrap_or_default()
         );
