@@ -133,6 +133,8 @@ pub const MACROS: &[Macro] = &[
     m("samplingFineTop", "sampling-accuracy", "12", 1 << 12, col::TOP_TEN),
     m("samplingFineFoundMid", "sampling-accuracy", "12", 1 << 12, col::FOUND_MID),
     m("samplingEveryVsDhat", "sampling-accuracy", "0", 1, col::ERROR_VS_DHAT),
+    m("samplingDefaultMissed", "sampling-accuracy", "19", 1 << 19, col::LARGEST_MISSED),
+    m("samplingDefaultModelFound", "sampling-accuracy", "19", 1 << 19, col::MODEL_FOUND),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is

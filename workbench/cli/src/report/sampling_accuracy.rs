@@ -50,7 +50,7 @@ fn size_class(bytes: f64) -> usize {
 
 /// A site's identity across traces: the innermost [`DEPTH`] functions of
 /// its folded stack above the subject's driver, and its side.
-type Key = (String, Option<Side>);
+pub type Key = (String, Option<Side>);
 
 /// Frames of a folded stack that name a site across the two builds. dhat
 /// keeps 40 frames a stack, the allocator's among them, and jemalloc up to
@@ -94,6 +94,8 @@ fn sites(t: &Trace) -> Sites {
 /// One site of one sampled profile beside its truth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SiteError {
+    /// The site (its stack above the driver, and its side).
+    pub key: Key,
     /// Bytes and allocations: of the profile at every allocation (the same
     /// build, its counts exact), else dhat's.
     pub truth: (f64, f64),
@@ -212,7 +214,7 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
         order.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
         let sites = order
             .into_iter()
-            .map(|(k, &t)| SiteError { truth: t, estimated: est.get(k).map_or(0.0, |e| e.0) })
+            .map(|(k, &t)| SiteError { key: k.clone(), truth: t, estimated: est.get(k).map_or(0.0, |e| e.0) })
             .collect();
         out.push(Profile {
             codec: codec.clone(),
@@ -227,6 +229,15 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
         });
     }
     Ok(out)
+}
+
+/// The bytes from which the model finds a site nineteen times in twenty at
+/// interval 2^`lg`: `R ln 20` (a site of B bytes is missed with e^(−B/R)).
+pub fn found_95(lg: u32) -> f64 {
+    if lg == 0 {
+        return 1.0;
+    }
+    (1u64 << lg) as f64 * 20f64.ln()
 }
 
 fn interval_label(lg: u32) -> String {
@@ -267,6 +278,20 @@ pub fn table(run: &Run) -> Result<Table> {
             .iter()
             .map(|&(f, n)| if n == 0 { crate::report::tables::dash().into() } else { pct(f as f64 / n as f64).into() })
             .collect();
+        // Per site of a cell (over its seeds): its bytes and whether every
+        // seed found it; the largest site some seed missed.
+        let mut seen: BTreeMap<(&str, u64, &Key), (f64, bool)> = BTreeMap::new();
+        for p in ps {
+            for s in &p.sites {
+                let e = seen.entry((p.codec.as_str(), p.payload, &s.key)).or_insert((s.truth.0, true));
+                e.1 &= s.found();
+            }
+        }
+        let missed = seen
+            .values()
+            .filter(|(_, always)| !always)
+            .map(|(b, _)| *b)
+            .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))));
         let errors: Vec<f64> = ps.iter().map(|p| p.error).collect();
         let sampling: Vec<f64> = ps.iter().filter_map(|p| p.sampling_error).collect();
         let top: Vec<f64> = ps.iter().map(|p| p.top10).collect();
@@ -279,6 +304,8 @@ pub fn table(run: &Run) -> Result<Table> {
         cells.push(ranged(&sampling));
         cells.extend(found);
         cells.push(ranged(&top));
+        cells.push(missed.map_or_else(|| crate::report::tables::dash().into(), |b| fmt::bytes(b).into()));
+        cells.push(fmt::bytes(found_95(lg)).into());
         cells.push(ranged(&errors));
         rows.push(cells);
     }
@@ -292,7 +319,9 @@ pub fn table(run: &Run) -> Result<Table> {
              alloc-profile's workload ({} messages after {} warm-up). Sampling error: Σ|estimated − true| over \
              the sites ÷ the true bytes, the truth being the same build's profile at every allocation (its counts \
              exact in jemalloc's terms); found: the share of its sites (by their bytes) the profile holds at all; \
-             top 10: the share of its ten largest sites among the profile's ten largest. Error vs dhat: the same \
+             top 10: the share of its ten largest sites among the profile's ten largest; largest missed: the \
+             largest site some seed missed, beside the size from which the model finds a site 19 times in 20 \
+             (R ln 20). Error vs dhat: the same \
              sum against dhat's exact profile, which counts requested bytes (jemalloc: size classes) and charges \
              a realloc's growth to the block's first site (jemalloc: the new block to the realloc's stack). \
              Median [min, max] over the profiles. Our own study: neither source paper samples.",
@@ -310,6 +339,8 @@ pub fn table(run: &Run) -> Result<Table> {
             col::FOUND_MID,
             col::FOUND_LARGE,
             col::TOP_TEN,
+            col::LARGEST_MISSED,
+            col::MODEL_FOUND,
             col::ERROR_VS_DHAT,
         ],
         rows,
@@ -465,6 +496,9 @@ mod tests {
         let t = table(&r).unwrap();
         assert_eq!(crate::report::fixture::cell(&t, &["12"], col::FOUND_LARGE), pct(1.0));
         assert_eq!(crate::report::fixture::cell(&t, &["12"], col::FOUND_SMALL), pct(0.0));
+        assert_eq!(crate::report::fixture::cell(&t, &["12"], col::LARGEST_MISSED), fmt::bytes(3200.0));
+        assert_eq!(crate::report::fixture::cell(&t, &["12"], col::MODEL_FOUND), fmt::bytes(4096.0 * 20f64.ln()));
+        assert_eq!(crate::report::fixture::cell(&t, &["0"], col::LARGEST_MISSED), crate::report::tables::dash());
         let lines = error_by_interval(&ps);
         assert!(
             lines.iter().any(|l| l.label == "sites ≥ 1 MiB" && l.points == vec![(4096.0, 10.0)]),

@@ -84,6 +84,8 @@ pub mod col {
     pub const FOUND_MID: &str = "Found 64 KiB–1 MiB";
     pub const FOUND_LARGE: &str = "Found ≥ 1 MiB";
     pub const TOP_TEN: &str = "Top 10";
+    pub const LARGEST_MISSED: &str = "Largest missed";
+    pub const MODEL_FOUND: &str = "Model: found from";
     pub const ERROR_VS_DHAT: &str = "Error vs dhat";
 }
 
