@@ -123,15 +123,7 @@ pub fn files_in(run_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 impl Events {
     pub fn load(path: &Path) -> Result<Events, TraceError> {
         let p = || path.to_path_buf();
-        let io = |source| TraceError::Io { path: p(), source };
-        let text = if path.extension().is_some_and(|x| x == "gz") {
-            let mut s = String::new();
-            let file = std::fs::File::open(path).map_err(io)?;
-            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
-            s
-        } else {
-            std::fs::read_to_string(path).map_err(io)?
-        };
+        let text = super::read_text(path)?;
         let f: File = serde_json::from_str(&text).map_err(|source| TraceError::Json { path: p(), source })?;
         if f.events_file_version != 2 {
             return Err(TraceError::Version { path: p(), found: f.events_file_version });

@@ -168,16 +168,7 @@ impl Trace {
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
         let gz = path.with_file_name(format!("{}.gz", path.file_name().unwrap_or_default().to_string_lossy()));
         let path = if !path.exists() && gz.exists() { gz.as_path() } else { path };
-        let io = |source| TraceError::Io { path: path.into(), source };
-        let text = if path.extension().is_some_and(|e| e == "gz") {
-            let mut s = String::new();
-            let file = std::fs::File::open(path).map_err(io)?;
-            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
-            s
-        } else {
-            std::fs::read_to_string(path).map_err(io)?
-        };
-        Trace::parse(path, &text)
+        Trace::parse(path, &read_text(path)?)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Trace, TraceError> {
@@ -246,6 +237,20 @@ impl Trace {
         merged.retain(|s| side.is_none() || s.side == side);
         merged.sort_by(|a, b| by.value(b).total_cmp(&by.value(a)).then_with(|| a.key().cmp(&b.key())));
         merged
+    }
+}
+
+/// A trace file's text, gunzipped when its name ends in `.gz` (every kind
+/// of trace file reads through here).
+pub(crate) fn read_text(path: &Path) -> Result<String, TraceError> {
+    let io = |source| TraceError::Io { path: path.into(), source };
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut s = String::new();
+        let file = std::fs::File::open(path).map_err(io)?;
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path).map_err(io)
     }
 }
 
