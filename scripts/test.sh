@@ -93,6 +93,11 @@ step "probe tests, jemalloc build without statistics"
 cargo test --release --workspace --features probe/jemalloc-plain --test jemalloc_plain
 step "probe tests, jemalloc sampling build"
 cargo test --release --workspace --features probe/jemalloc-prof --test jemalloc_prof
+# The server's sampling build answering `heap_profile` (every other build's
+# 501 is tested in the workspace's run above); the build the quick suite's
+# profiler-cost cells run, so the variants test compiled it already.
+step "server tests, jemalloc sampling build (heap_profile)"
+cargo test --release --workspace --features server/jemalloc-prof --test heap_profile
 # The allocation gate: the small dhat suite's exact counts against the
 # committed baseline (the dhat builds are the tests' own, so nothing
 # compiles); fails on any count that moved, naming the sites.

@@ -257,9 +257,12 @@ enum TraceCmd {
     /// The top allocation sites of a trace, or of every trace of a dataset.
     Top {
         /// A `.dhat.json` trace, an `.events.json[.gz]` file (live at the
-        /// end, and LEAK when a site keeps growing), or a dataset directory.
+        /// end, and LEAK when a site keeps growing), a sampled profile
+        /// (`.sampled.json[.gz]`, or pprof `.pb.gz` as a server's
+        /// `heap_profile` answers it), or a dataset directory.
         path: PathBuf,
-        /// bytes | blocks | peak (bytes live at the heap's peak) | lifetime (average).
+        /// bytes | blocks | peak (bytes live at the heap's peak) | lifetime
+        /// (average) | live (bytes live at the end: a sampled profile's heap).
         #[arg(long, default_value = "bytes")]
         by: String,
         /// client | server | other: sites of one side only (transports).
@@ -667,8 +670,8 @@ fn print_summary(root: &Path, scale: Scale, done: &[(String, runner::Outcome)]) 
 fn review(cmd: TraceCmd) -> Result<()> {
     match cmd {
         TraceCmd::Top { path, by, side, limit } => {
-            let by =
-                trace::By::parse(&by).with_context(|| format!("--by {by:?}: use bytes, blocks, peak or lifetime"))?;
+            let by = trace::By::parse(&by)
+                .with_context(|| format!("--by {by:?}: use bytes, blocks, peak, lifetime or live"))?;
             let side = match side {
                 Some(s) => {
                     Some(trace::Side::parse(&s).with_context(|| format!("--side {s:?}: use client, server or other"))?)

@@ -39,6 +39,7 @@
 //!   [`start`]; the interval comes from `_RJEM_MALLOC_CONF` (as in
 //!   production, `lg_prof_sample:N`), else jemalloc's default 2^19;
 //! - [`start`], [`finish`]: reset and activate; dump, read, resolve, write;
+//!   [`snapshot`]: the same, sampling left on (a server asked mid-run);
 //! - [`Profile::parse`], [`unbias`]: the dump format and its estimates;
 //! - the file: a dhat trace (`dhatFileVersion` 2) whose `tb`/`tbk` are the
 //!   estimated cumulative bytes and allocations of each site and `eb`/`ebk`
@@ -199,22 +200,40 @@ fn parse_counts(s: &str) -> Option<Counts> {
 /// Stops sampling, dumps the profile, reads it and writes it as a dhat-form
 /// trace at `path` (the dump itself beside it, `<path>.heap`, is removed).
 pub fn finish(path: &Path, started: std::time::Instant) -> Result<(), SampledError> {
-    // SAFETY: as in `start`; `prof.dump` takes a NUL-terminated path.
+    // SAFETY: as in `start`.
     unsafe {
         mallctl("prof.active", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.active\0", false))?;
     }
-    let dump = path.with_extension("heap");
-    let c = CString::new(dump.as_os_str().as_encoded_bytes())
-        .map_err(|e| SampledError::Io { path: dump.clone(), source: std::io::Error::other(e) })?;
+    let profile = dump(&path.with_extension("heap"))?;
+    let file = to_trace(&profile, lg_sample()?, started.elapsed().as_micros() as u64);
+    std::fs::write(path, serde_json::to_string(&file).expect("a JSON value"))
+        .map_err(|source| SampledError::Io { path: path.to_path_buf(), source })
+}
+
+/// The profile so far as the text of a dhat-form trace, sampling left on:
+/// what a long-running process answers when asked for its heap profile
+/// (the datastore server's `heap_profile` call). jemalloc writes its dump
+/// to a file only, so it goes to `scratch` (a directory), read and removed.
+pub fn snapshot(scratch: &Path, started: std::time::Instant) -> Result<String, SampledError> {
+    static DUMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = DUMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile = dump(&scratch.join(format!("heap-profile-{}-{n}.heap", std::process::id())))?;
+    let file = to_trace(&profile, lg_sample()?, started.elapsed().as_micros() as u64);
+    Ok(serde_json::to_string(&file).expect("a JSON value"))
+}
+
+/// Dumps jemalloc's profile to `path`, reads it and removes the file.
+fn dump(path: &Path) -> Result<Profile, SampledError> {
+    let io = |source| SampledError::Io { path: path.to_path_buf(), source };
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| io(std::io::Error::other(e)))?;
+    // SAFETY: `prof.dump` takes a NUL-terminated path, read before it returns.
     unsafe {
         mallctl("prof.dump", tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", c.as_ptr()))?;
     }
-    let io = |p: &Path, source| SampledError::Io { path: p.to_path_buf(), source };
-    let text = std::fs::read_to_string(&dump).map_err(|e| io(&dump, e))?;
-    let profile = Profile::parse(&dump, &text)?;
-    std::fs::remove_file(&dump).map_err(|e| io(&dump, e))?;
-    let file = to_trace(&profile, lg_sample()?, started.elapsed().as_micros() as u64);
-    std::fs::write(path, serde_json::to_string(&file).expect("a JSON value")).map_err(|e| io(path, e))
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let profile = Profile::parse(path, &text)?;
+    std::fs::remove_file(path).map_err(io)?;
+    Ok(profile)
 }
 
 /// Whether a frame is jemalloc's own (its entry points and its profiler,

@@ -95,9 +95,26 @@ pub mod throughput {
         Rss(Rss),
         Anatomy(Anatomy),
         Floor(Floor),
+        #[serde(rename = "heap-profile")]
+        HeapProfile(HeapProfile),
     }
 
     pub use super::anatomy::Anatomy;
+
+    /// The server's `heap_profile` call, once after the closed loops, from a
+    /// build that samples (the others answer 501 and write none of these):
+    /// what it costs to ask a running server for its heap.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub struct HeapProfile {
+        /// The engine asked (`ours`, `ours-1-thread`).
+        pub engine: String,
+        /// From the call sent to its answer read: the dump, its reading and
+        /// symbols, the pprof encoding and gzip.
+        pub ms: f64,
+        /// The answer: gzipped pprof.
+        pub bytes: u64,
+    }
 
     /// The peer engine (ClickHouse in chDB), once per threads setting:
     /// measured (`available`) or why not.
@@ -195,7 +212,7 @@ pub mod anatomy {
 
 /// build-stages: per stage, the binary, then throughput's records.
 pub mod build_stages {
-    use super::throughput::{Anatomy, Peer, Query, Rss};
+    use super::throughput::{Anatomy, HeapProfile, Peer, Query, Rss};
     use super::Floor;
     use crate::runner::BuildFailed;
     use serde::{Deserialize, Serialize};
@@ -225,6 +242,8 @@ pub mod build_stages {
         Rss(Rss),
         Anatomy(Anatomy),
         Floor(Floor),
+        #[serde(rename = "heap-profile")]
+        HeapProfile(HeapProfile),
         #[serde(rename = "build-failed")]
         BuildFailed(BuildFailed),
     }

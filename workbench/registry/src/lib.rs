@@ -194,6 +194,9 @@ experiments! {
     ServerHeapGrowth = "server-heap-growth", runs ServerHeapGrowth, DatastoreServer, Params, Any;
     FaultSoak = "fault-soak", runs FaultSoak, DatastoreServer, Params, Any;
     Throughput = "throughput", runs Throughput, DatastoreServer, Params, Uncounted;
+    /// throughput's closed loop with jemalloc's sampling profiler on and
+    /// off, to price it in production.
+    ProfilerCost = "profiler-cost", runs Throughput, DatastoreServer, Params, Any;
 }
 
 impl Experiment {
@@ -239,7 +242,9 @@ impl Experiment {
             Experiment::IoWakeup => read_params::<s::io_wakeup::Params>(self, params).map(drop),
             Experiment::ServerHeapGrowth => read_params::<s::server_heap_growth::Params>(self, params).map(drop),
             Experiment::FaultSoak => read_params::<s::fault_soak::Params>(self, params).map(drop),
-            Experiment::Throughput => read_params::<s::throughput::Params>(self, params).map(drop),
+            Experiment::Throughput | Experiment::ProfilerCost => {
+                read_params::<s::throughput::Params>(self, params).map(drop)
+            }
         }
     }
 }
@@ -302,7 +307,7 @@ macro_rules! with_record {
                 type $R = s::fault_soak::Record;
                 $body
             }
-            Experiment::Throughput => {
+            Experiment::Throughput | Experiment::ProfilerCost => {
                 type $R = s::throughput::Record;
                 $body
             }
@@ -616,6 +621,7 @@ mod tests {
         assert!(subject.iter().all(|e| !server.contains(e)), "{subject:?} / {server:?}");
         assert_eq!(subject.len() + server.len(), Experiment::ALL.iter().filter(|e| e.runs() == **e).count());
         assert!(!subject.contains(&Experiment::InstrumentationCost), "it runs codec-speed");
+        assert!(!server.contains(&Experiment::ProfilerCost), "it runs throughput");
     }
 
     #[test]

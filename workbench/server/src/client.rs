@@ -91,6 +91,11 @@ impl Client {
         Ok(self.rpc.call(protocol::STATS, &[])?)
     }
 
+    /// The server's sampled heap profile (gzipped pprof), from the sampling build.
+    pub fn heap_profile(&mut self) -> Result<Promise, ClientError> {
+        Ok(self.rpc.call(protocol::HEAP_PROFILE, &[])?)
+    }
+
     /// Queues an insert of `batch` (columns in `columns`' order) into `table`.
     /// Its answer arrives once the rows are durable.
     pub fn insert(
@@ -117,6 +122,11 @@ impl Client {
     /// Waits for `p`'s answer as text (the `stats` method's JSON).
     pub fn wait_text(&mut self, p: Promise) -> Result<String, ClientError> {
         Ok(String::from_utf8_lossy(self.ok_body(p)?).into_owned())
+    }
+
+    /// Waits for `p`'s answer as bytes (the `heap_profile` method's file).
+    pub fn wait_bytes(&mut self, p: Promise) -> Result<Vec<u8>, ClientError> {
+        Ok(self.ok_body(p)?.to_vec())
     }
 
     fn ok_body(&mut self, p: Promise) -> Result<&[u8], ClientError> {

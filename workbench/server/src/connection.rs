@@ -225,7 +225,7 @@ impl Conn {
             }
             let promises: Vec<u32> = match &work {
                 Work::Queries(q) => q.calls.iter().map(|c| c.promise).collect(),
-                Work::Insert { .. } => vec![promise],
+                Work::Insert { .. } | Work::HeapProfile => vec![promise],
             };
             let mut results = sh.pool.run(work).await.into_iter();
             let mut failed = None;
@@ -432,7 +432,8 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> O
     let mut why = Vec::new();
     // A method that takes no target is refused for having one, whatever the
     // target's state: one mistake, one status (400), not 410/422/424 by turns.
-    let no_target = matches!(method, protocol::PING | protocol::STATS | protocol::INSERT) && target != 0;
+    let no_target =
+        matches!(method, protocol::PING | protocol::STATS | protocol::INSERT | protocol::HEAP_PROFILE) && target != 0;
     // The target's first value, read zero-copy from its stored answer.
     let prev = match answers.admit(promise, if no_target { 0 } else { target }, &mut why) {
         Ok(None) => Ok(None),
@@ -480,6 +481,7 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> O
             Err(e) => Answer::new(protocol::BAD_REQUEST, format!("SQL is not UTF-8: {e}")),
         },
         (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec() })),
+        (Ok(None), protocol::HEAP_PROFILE) => return Some((promise, Work::HeapProfile)),
         (Ok(_), m) => Answer::new(protocol::NOT_FOUND, format!("unknown method {m}")),
     };
     complete(sh, answers, promise, a, out);

@@ -50,6 +50,9 @@ pub struct Handler {
     mergers: Mutex<HashMap<String, Merger>>,
     bodies: Mutex<BufPool>,
     budget: Budget,
+    /// When the server started: the span a heap profile covers.
+    #[cfg_attr(not(feature = "jemalloc-prof"), allow(dead_code))]
+    started: Instant,
 }
 
 fn answer(status: u32, body: impl Into<Vec<u8>>) -> Answer {
@@ -117,6 +120,7 @@ impl Handler {
             mergers: Mutex::new(HashMap::new()),
             bodies: Mutex::new(BufPool::new(BODIES, BODY_CAPACITY)),
             budget: Budget::new(cfg.answer_budget, Tracker::server(cfg.max_server_memory)),
+            started: Instant::now(),
             cfg,
         }
     }
@@ -139,6 +143,7 @@ impl Handler {
     pub fn run(&self, work: Work, s: &mut Scratch) -> Vec<Answer> {
         match work {
             Work::Insert { msg } => vec![guarded(|| self.insert(&msg, s))],
+            Work::HeapProfile => vec![guarded(|| self.heap_profile())],
             Work::Queries(run) => {
                 let (texts, calls, mut room) = run.into_calls();
                 if let Ok(mut pool) = self.bodies.lock() {
@@ -177,6 +182,39 @@ impl Handler {
                 out
             }
         }
+    }
+
+    /// The sampled heap as gzipped pprof. jemalloc writes its dump to a
+    /// file, so it goes through the temporary directory (not the data
+    /// directory, whose files are the store's).
+    #[cfg(feature = "jemalloc-prof")]
+    fn heap_profile(&self) -> Answer {
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            eprintln!("heap_profile: {what}: {e}");
+            answer(protocol::INTERNAL, format!("heap profile: {what}: {e}"))
+        };
+        let text = match probe::sampled::snapshot(&std::env::temp_dir(), self.started) {
+            Ok(t) => t,
+            Err(e) => return fail("dumping jemalloc's profile", &e),
+        };
+        let t = match trace::Trace::parse(std::path::Path::new("heap_profile"), &text) {
+            Ok(t) => t,
+            Err(e) => return fail("reading it", &e),
+        };
+        let labels = trace::pprof::Labels { variant: Some(probe::VARIANT.name().into()), ..Default::default() };
+        answer(protocol::OK, trace::pprof::encode(&t, &labels))
+    }
+
+    #[cfg(not(feature = "jemalloc-prof"))]
+    fn heap_profile(&self) -> Answer {
+        answer(
+            protocol::NOT_BUILT,
+            format!(
+                "heap_profile: this server is the {} build; only the sampling build (variant jemalloc-prof, \
+                 jemalloc's heap profiler) keeps a heap profile",
+                probe::VARIANT.name()
+            ),
+        )
     }
 
     /// One query's answer; `first` gets its first value if that is a

@@ -10,6 +10,7 @@
 //! | [`INSERT`] = 2 | a `Columns` message naming its table | `Columns`: one row, `inserted` UInt64 |
 //! | [`PING`] = 3 | ignored | `Columns` with no columns |
 //! | [`STATS`] = 4 | ignored | JSON text: RSS, live heap, connections |
+//! | [`HEAP_PROFILE`] = 5 | ignored | gzipped pprof `profile.proto` of the sampled heap (sampling build; else [`NOT_BUILT`]) |
 //!
 //! An answer with promise 0 concerns the connection, not a call (a malformed
 //! or oversized frame, a refused connection); the connection closes after it
@@ -34,6 +35,10 @@ pub const QUERY: u32 = 1;
 pub const INSERT: u32 = 2;
 pub const PING: u32 = 3;
 pub const STATS: u32 = 4;
+/// The server's heap as jemalloc sampled it since start: what is live now
+/// and every allocation so far, by stack (estimates; the interval is the
+/// profile's `period`). `workbench trace top` and `trace export` read it.
+pub const HEAP_PROFILE: u32 = 5;
 
 /// The query timed out (the server's `--query-timeout-ms`).
 pub const TIMEOUT: u32 = 408;
@@ -43,6 +48,9 @@ pub const TOO_LARGE: u32 = 413;
 pub const UNPROCESSABLE: u32 = 422;
 /// The server is at `--max-connections`, or shutting down.
 pub const UNAVAILABLE: u32 = 503;
+/// The method exists, but this build of the server cannot answer it (a
+/// heap profile asked of a build without jemalloc's profiler).
+pub const NOT_BUILT: u32 = 501;
 /// The data directory's disk is full: the insert was not stored (nothing of
 /// it is visible), and every batch acknowledged before it is kept.
 pub const INSUFFICIENT_STORAGE: u32 = 507;
@@ -62,6 +70,7 @@ pub fn status_name(status: u32) -> &'static str {
         INTERNAL => "internal error",
         UNAVAILABLE => "unavailable",
         INSUFFICIENT_STORAGE => "disk full",
+        NOT_BUILT => "not in this build",
         _ => "unknown status",
     }
 }

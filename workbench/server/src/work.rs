@@ -11,6 +11,9 @@ pub enum Work {
     Queries(Queries),
     /// A `Columns` message to insert.
     Insert { msg: Vec<u8> },
+    /// The sampled heap profile ([`crate::protocol::HEAP_PROFILE`]): a dump
+    /// read and resolved, too slow for the I/O thread.
+    HeapProfile,
 }
 
 /// A run of queries: the calls, and their SQL texts in one buffer.

@@ -145,7 +145,7 @@ impl Events {
             if stack.is_empty() {
                 return Err(TraceError::NoFrames { path: p(), empty: 1, sites: f.sites.len(), share: 0.0 });
             }
-            let raw = RawSite { tb: 0, tbk: 0, tl: 0, gb: 0, gbk: 0, eb: 0, fs };
+            let raw = RawSite { tb: 0, tbk: 0, tl: 0, gb: 0, gbk: 0, eb: 0, ebk: 0, fs };
             sites.push(normalise(&raw, &stack));
         }
         let check = |v: &[(usize, Delta)]| v.iter().all(|(s, _)| *s < sites.len());

@@ -99,6 +99,8 @@ pub enum TraceError {
          (\"data file contains a repeated location\")"
     )]
     Repeated { path: PathBuf, first: usize, second: usize },
+    #[error("{path} is not a heap profile this workbench reads (gzipped pprof `profile.proto`): {message}")]
+    Pprof { path: PathBuf, message: String },
 }
 
 #[derive(Deserialize)]
@@ -140,6 +142,8 @@ struct RawSite {
     gbk: u64,
     #[serde(default)]
     eb: u64,
+    #[serde(default)]
+    ebk: u64,
     fs: Vec<usize>,
 }
 
@@ -164,10 +168,15 @@ impl Trace {
     /// version 2, every site with frames, no two sites with the same stack.
     /// A trace may be gzipped (`<name>.gz`, as the runner stores the
     /// sampled profiles): `path` names either, and a missing `x.json` is
-    /// read from `x.json.gz`.
+    /// read from `x.json.gz`. A pprof profile (`.pb.gz`, `.pb`: what `trace
+    /// export` writes and the server's `heap_profile` call answers) is read
+    /// back into the same form ([`pprof::read`]).
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
         let gz = path.with_file_name(format!("{}.gz", path.file_name().unwrap_or_default().to_string_lossy()));
         let path = if !path.exists() && gz.exists() { gz.as_path() } else { path };
+        if pprof::is_pprof(path) {
+            return pprof::read(path);
+        }
         Trace::parse(path, &read_text(path)?)
     }
 
@@ -243,14 +252,20 @@ impl Trace {
 /// A trace file's text, gunzipped when its name ends in `.gz` (every kind
 /// of trace file reads through here).
 pub(crate) fn read_text(path: &Path) -> Result<String, TraceError> {
+    String::from_utf8(read_bytes(path)?)
+        .map_err(|e| TraceError::Io { path: path.into(), source: std::io::Error::other(e) })
+}
+
+/// A trace file's bytes, gunzipped when its name ends in `.gz`.
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, TraceError> {
     let io = |source| TraceError::Io { path: path.into(), source };
     if path.extension().is_some_and(|e| e == "gz") {
-        let mut s = String::new();
+        let mut s = Vec::new();
         let file = std::fs::File::open(path).map_err(io)?;
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(file), &mut s).map_err(io)?;
         Ok(s)
     } else {
-        std::fs::read_to_string(path).map_err(io)
+        std::fs::read(path).map_err(io)
     }
 }
 

@@ -8,8 +8,15 @@
 //! allocator frame kept as the leaf. Four values per sample: allocations
 //! (`alloc_objects`/count) and bytes (`alloc_space`/bytes) over the run, and
 //! blocks and bytes live when the whole heap peaked (`peak_objects`,
-//! `peak_space`). Every sample carries the cell's labels: experiment, codec,
-//! payload (bytes), variant and commit.
+//! `peak_space`); a sampled profile, which cannot know the peak, has what is
+//! live at its end instead (`inuse_objects`, `inuse_space`, pprof's heap
+//! names, shown first) and its mean sampling interval as the profile's
+//! `period` (`space`/bytes). Every sample carries the cell's labels:
+//! experiment, codec, payload (bytes), variant and commit, and its side.
+//!
+//! [`read`] takes such a file back into a [`Trace`], so that `trace top` and
+//! `trace diff` read a profile the server answered (its `heap_profile`
+//! call) as they read a trace file.
 //!
 //! Names: pprof treats a function whose `name` equals its `system_name` as
 //! not yet demangled and, because a Rust name looks like C++ to it, deletes
@@ -24,7 +31,7 @@
 //! (`proto/profile.proto` of google/pprof): nine of its messages' fields,
 //! encoded by prost.
 
-use super::Trace;
+use super::{Frame, Sampling, Side, Trace, TraceError};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -44,6 +51,10 @@ pub struct Profile {
     pub string_table: Vec<String>,
     #[prost(int64, tag = "10")]
     pub duration_nanos: i64,
+    #[prost(message, optional, tag = "11")]
+    pub period_type: Option<ValueType>,
+    #[prost(int64, tag = "12")]
+    pub period: i64,
     #[prost(int64, repeated, tag = "13")]
     pub comment: Vec<i64>,
     #[prost(int64, tag = "14")]
@@ -108,9 +119,15 @@ pub struct Function {
     pub filename: i64,
 }
 
-/// The sample types, in value order.
+/// The sample types of an exact trace, in value order.
 pub const SAMPLE_TYPES: [(&str, &str); 4] =
     [("alloc_objects", "count"), ("alloc_space", "bytes"), ("peak_objects", "count"), ("peak_space", "bytes")];
+/// The sample types of a sampled profile, in value order: live at its end
+/// where an exact trace has live at the peak.
+pub const SAMPLED_TYPES: [(&str, &str); 4] =
+    [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space", "bytes")];
+/// The comment that carries the command line that made the profile.
+const CMD: &str = "cmd: ";
 
 /// The labels every sample carries (`payload` as a number of bytes).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -133,8 +150,8 @@ impl Labels {
             experiment: field("experiment").and_then(|v| v.as_str().map(String::from)),
             codec: field("codec").and_then(|v| v.as_str().map(String::from)).filter(|c| !c.is_empty()),
             payload: field("payload").and_then(|v| v.as_u64()),
-            // Only the dhat build writes traces.
-            variant: Some("dhat".into()),
+            // The dhat build writes traces, the sampling build profiles.
+            variant: Some(if t.sampling.is_some() { "jemalloc-prof" } else { "dhat" }.into()),
             commit,
         }
     }
@@ -270,8 +287,9 @@ fn split_top<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
 /// The profile of `t`.
 pub fn profile(t: &Trace, labels: &Labels) -> Profile {
     let mut strings = Strings::new();
+    let types = if t.sampling.is_some() { SAMPLED_TYPES } else { SAMPLE_TYPES };
     let sample_type =
-        SAMPLE_TYPES.iter().map(|(ty, unit)| ValueType { r#type: strings.id(ty), unit: strings.id(unit) }).collect();
+        types.iter().map(|(ty, unit)| ValueType { r#type: strings.id(ty), unit: strings.id(unit) }).collect();
     let mut label = Vec::new();
     for (k, v) in [
         ("experiment", &labels.experiment),
@@ -317,38 +335,142 @@ pub fn profile(t: &Trace, labels: &Labels) -> Profile {
         for f in &s.stack {
             ids.push(location(&f.function, &f.location, &mut strings));
         }
+        let (live_blocks, live) = match t.sampling {
+            Some(_) => (s.at_exit_blocks, s.at_exit),
+            None => (s.at_peak_blocks, s.at_peak),
+        };
+        let mut label = label.clone();
+        if let Some(side) = s.side {
+            label.push(Label { key: strings.id("side"), str: strings.id(side.name()), num: 0, num_unit: 0 });
+        }
         sample.push(Sample {
             location_id: ids,
-            value: vec![s.blocks as i64, s.bytes as i64, s.at_peak_blocks as i64, s.at_peak as i64],
-            label: label.clone(),
+            value: vec![s.blocks as i64, s.bytes as i64, live_blocks as i64, live as i64],
+            label,
         });
     }
     let kind = match t.sampling {
         Some(sm) => format!("jemalloc profile sampled every {} B on average (estimates)", sm.interval),
         None => "dhat trace".to_string(),
     };
-    let comment = vec![strings.id(&format!("{kind} {} ({})", t.path.display(), t.cmd))];
+    let comment = vec![strings.id(&format!("{kind} {}", t.path.display())), strings.id(&format!("{CMD}{}", t.cmd))];
+    let period_type = t.sampling.map(|_| ValueType { r#type: strings.id("space"), unit: strings.id("bytes") });
     Profile {
         sample_type,
         sample,
         location: locations,
         function: functions,
         duration_nanos: (t.end_us * 1000) as i64,
+        period_type,
+        period: t.sampling.map_or(0, |s| s.interval as i64),
         comment,
-        // alloc_space: what `go tool pprof` shows first.
-        default_sample_type: strings.id("alloc_space"),
+        // What `go tool pprof` shows first: all bytes allocated of a trace
+        // (a run's), the live heap of a sampled profile (a server's now).
+        default_sample_type: strings.id(if t.sampling.is_some() { "inuse_space" } else { "alloc_space" }),
         string_table: strings.table,
     }
 }
 
+/// `t`'s profile, gzipped: the bytes of a `.pb.gz` file.
+pub fn encode(t: &Trace, labels: &Labels) -> Vec<u8> {
+    let bytes = prost::Message::encode_to_vec(&profile(t, labels));
+    let mut gz = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::default());
+    gz.write_all(&bytes).expect("writing to memory");
+    gz.finish().expect("writing to memory")
+}
+
 /// Writes `t`'s profile, gzipped, to `out`.
 pub fn write(t: &Trace, commit: Option<String>, out: &Path) -> Result<()> {
-    let bytes = prost::Message::encode_to_vec(&profile(t, &Labels::of(t, commit)));
-    let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default());
-    gz.write_all(&bytes).with_context(|| format!("writing {}", out.display()))?;
-    gz.finish().and_then(|mut w| w.flush()).with_context(|| format!("writing {}", out.display()))?;
-    Ok(())
+    std::fs::write(out, encode(t, &Labels::of(t, commit))).with_context(|| format!("writing {}", out.display()))
+}
+
+/// Whether `path` names a pprof file (`.pb.gz`, `.pb`).
+pub fn is_pprof(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with(".pb.gz") || name.ends_with(".pb")
+}
+
+/// Reads a pprof file this module wrote (or any heap profile with its
+/// sample types) back into a [`Trace`]: each sample a site whose stack is
+/// its locations' functions, leaf first.
+pub fn read(path: &Path) -> Result<Trace, TraceError> {
+    parse(path, &super::read_bytes(path)?)
+}
+
+/// [`read`] of bytes already read (gunzipped).
+pub fn parse(path: &Path, raw: &[u8]) -> Result<Trace, TraceError> {
+    let bad = |message: String| TraceError::Pprof { path: path.to_path_buf(), message };
+    let p = <Profile as prost::Message>::decode(raw).map_err(|e| bad(e.to_string()))?;
+    let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
+    let index = |name: &str| p.sample_type.iter().position(|v| s(v.r#type) == name);
+    let (Some(objects), Some(space)) = (index("alloc_objects"), index("alloc_space")) else {
+        let types: Vec<&str> = p.sample_type.iter().map(|v| s(v.r#type)).collect();
+        return Err(bad(format!("no alloc_objects and alloc_space among its sample types {types:?}")));
+    };
+    let functions: HashMap<u64, &Function> = p.function.iter().map(|f| (f.id, f)).collect();
+    let mut frames: HashMap<u64, Vec<Frame>> = HashMap::new();
+    for l in &p.location {
+        // Innermost (inlined) first, as the frame table lists them.
+        let mut fs = Vec::with_capacity(l.line.len());
+        for line in &l.line {
+            let f = functions.get(&line.function_id).ok_or_else(|| {
+                bad(format!("location {} names function {}, which is not in it", l.id, line.function_id))
+            })?;
+            let name = match s(f.system_name) {
+                "" => s(f.name),
+                full => full,
+            };
+            let text = match s(f.filename) {
+                "" => format!("0x0: {name}"),
+                file => format!("0x0: {name} ({file}:{}:0)", line.line),
+            };
+            fs.push(Frame::parse(&text));
+        }
+        frames.insert(l.id, fs);
+    }
+    let value = |x: &Sample, i: Option<usize>| i.and_then(|i| x.value.get(i)).map_or(0, |&v| v.max(0) as u64);
+    let mut sites = Vec::with_capacity(p.sample.len());
+    for (n, x) in p.sample.iter().enumerate() {
+        let mut stack: Vec<&Frame> = Vec::new();
+        for id in &x.location_id {
+            let fs =
+                frames.get(id).ok_or_else(|| bad(format!("sample {n} names location {id}, which is not in it")))?;
+            stack.extend(fs);
+        }
+        if stack.is_empty() {
+            return Err(bad(format!("sample {n} has no stack")));
+        }
+        let raw = super::RawSite {
+            tb: value(x, Some(space)),
+            tbk: value(x, Some(objects)),
+            tl: 0,
+            gb: value(x, index("peak_space")),
+            gbk: value(x, index("peak_objects")),
+            eb: value(x, index("inuse_space")),
+            ebk: value(x, index("inuse_objects")),
+            fs: Vec::new(),
+        };
+        let mut site = super::site::normalise(&raw, &stack);
+        if let Some(side) = x.label.iter().find(|l| s(l.key) == "side").and_then(|l| Side::parse(s(l.str))) {
+            site.side = Some(side);
+        }
+        sites.push(site);
+    }
+    let sampling = p
+        .period_type
+        .as_ref()
+        .filter(|v| s(v.r#type) == "space")
+        .map(|_| Sampling { lg_sample: (p.period.max(1) as u64).ilog2(), interval: p.period.max(1) as u64 });
+    let cmd = p.comment.iter().find_map(|&c| s(c).strip_prefix(CMD)).unwrap_or("").to_string();
+    Ok(Trace {
+        path: path.to_path_buf(),
+        operations: super::operations_of(&cmd),
+        cmd,
+        end_us: (p.duration_nanos / 1000).max(0) as u64,
+        peak_us: None,
+        sites,
+        sampling,
+    })
 }
 
 #[cfg(test)]
@@ -419,5 +541,50 @@ mod tests {
         for f in &p.function {
             assert!(!s(f.name).starts_with("::") && !s(f.name).contains('<'), "{} for {}", s(f.name), s(f.system_name));
         }
+    }
+
+    /// A trace exported and read back ranks the same sites with the same
+    /// counts; a sampled one keeps its interval and what was live at its end.
+    #[test]
+    fn an_exported_profile_reads_back_as_the_trace_it_was() {
+        let t = Trace::load(&super::super::committed_trace("json-rpc-p64-dhat")).unwrap();
+        let out = std::env::temp_dir().join(format!("wb-pprof-back-{}.pb.gz", std::process::id()));
+        write(&t, None, &out).unwrap();
+        let back = Trace::load(&out).unwrap();
+        std::fs::remove_file(&out).unwrap();
+        let rank = |t: &Trace| -> Vec<(String, u64, u64, u64, Option<Side>)> {
+            t.top(crate::By::Bytes, None).into_iter().map(|s| (s.key(), s.bytes, s.blocks, s.at_peak, s.side)).collect()
+        };
+        assert_eq!(rank(&back), rank(&t));
+        assert_eq!((back.cmd.as_str(), back.operations, back.sampling), (t.cmd.as_str(), t.operations, None));
+
+        let text = r#"{"dhatFileVersion":2,"mode":"rust-heap","cmd":"datastore-server serve","te":2000,
+            "sampling":{"lg_sample":19,"interval":524288},
+            "pps":[{"tb":900,"tbk":3,"eb":600,"ebk":2,"fs":[1,2]}],
+            "ftbl":["[root]","0x1: alloc::vec::Vec<T>::with_capacity (alloc/src/vec/mod.rs:1:1)",
+                    "0x2: server::handler::Handler::run (server/src/handler.rs:7:3)"]}"#;
+        let sampled = Trace::parse(Path::new("s.sampled.json"), text).unwrap();
+        let bytes = encode(&sampled, &Labels::of(&sampled, None));
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut raw).unwrap();
+        let p = Profile::decode(raw.as_slice()).unwrap();
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!((s(p.default_sample_type), p.period), ("inuse_space", 524288));
+        let back = parse(Path::new("s.pb"), &raw).unwrap();
+        assert_eq!(back.sampling, Some(Sampling { lg_sample: 19, interval: 524288 }));
+        let site = &back.sites[0];
+        assert_eq!((site.bytes, site.blocks, site.at_exit, site.at_exit_blocks), (900, 3, 600, 2));
+        assert_eq!(site.key(), "server::handler::Handler::run");
+        assert_eq!(site.via.as_deref(), Some("alloc::vec::Vec<T>::with_capacity"));
+        assert_eq!(back.end_us, 2000);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_profile_is_refused_naming_it() {
+        let e = parse(Path::new("x.pb"), b"\xff\xff not protobuf").unwrap_err();
+        assert!(matches!(e, TraceError::Pprof { .. }) && e.to_string().contains("x.pb"), "{e}");
+        let empty = prost::Message::encode_to_vec(&Profile::default());
+        let e = parse(Path::new("y.pb"), &empty).unwrap_err();
+        assert!(e.to_string().contains("alloc_space"), "{e}");
     }
 }

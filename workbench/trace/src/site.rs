@@ -19,6 +19,8 @@ pub struct Site {
     pub at_peak_blocks: u64,
     /// Bytes of this site still live at exit.
     pub at_exit: u64,
+    /// Blocks of this site still live at exit.
+    pub at_exit_blocks: u64,
     /// The innermost folded allocator frame (`alloc::vec::Vec<T>::with_capacity`).
     pub via: Option<String>,
     /// Caller-most last: the frames left after folding both ends.
@@ -62,6 +64,7 @@ impl Site {
         self.at_peak += o.at_peak;
         self.at_peak_blocks += o.at_peak_blocks;
         self.at_exit += o.at_exit;
+        self.at_exit_blocks += o.at_exit_blocks;
         self.merged += o.merged;
     }
 }
@@ -75,6 +78,9 @@ pub enum By {
     Peak,
     /// Average lifetime of a block.
     Lifetime,
+    /// Bytes live at the end: at exit, or when a running server was asked
+    /// (a sampled profile's live heap, which has no peak).
+    Live,
 }
 
 impl By {
@@ -84,6 +90,7 @@ impl By {
             "blocks" => Some(By::Blocks),
             "peak" => Some(By::Peak),
             "lifetime" => Some(By::Lifetime),
+            "live" => Some(By::Live),
             _ => None,
         }
     }
@@ -94,6 +101,7 @@ impl By {
             By::Blocks => s.blocks as f64,
             By::Peak => s.at_peak as f64,
             By::Lifetime => s.lifetime_us as f64 / s.blocks.max(1) as f64,
+            By::Live => s.at_exit as f64,
         }
     }
 }
@@ -113,6 +121,7 @@ pub(super) fn normalise(raw: &RawSite, stack: &[&Frame]) -> Site {
         at_peak: raw.gb,
         at_peak_blocks: raw.gbk,
         at_exit: raw.eb,
+        at_exit_blocks: raw.ebk,
         via: top.checked_sub(1).map(|i| stack[i].function.clone()),
         stack: kept.iter().map(|f| (*f).clone()).collect(),
         side: Some(Side::of(stack)),

@@ -55,7 +55,8 @@ pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
         | E::PipelineDepth
         | E::IoWakeup
         | E::FaultSoak
-        | E::Throughput => None,
+        | E::Throughput
+        | E::ProfilerCost => None,
     }
 }
 

@@ -46,7 +46,7 @@ impl Data {
             let v = r.cell.variant.to_string();
             match r.record {
                 // The load driver's floors and (absent) peer: not this table's.
-                Record::Floor(_) | Record::Peer(_) => {}
+                Record::Floor(_) | Record::Peer(_) | Record::HeapProfile(_) => {}
                 Record::Binary(b) => d.binaries.push((v, b)),
                 Record::BuildFailed(f) => d.failed.push((v, f.error)),
                 Record::Query(q) => d.queries.push((v, q)),

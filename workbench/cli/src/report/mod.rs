@@ -53,6 +53,7 @@ pub mod heap_growth;
 pub mod instrumentation_cost;
 pub mod io_wakeup;
 pub mod pipeline_depth;
+pub mod profiler_cost;
 pub mod roundtrip_latency;
 pub mod sampling_accuracy;
 pub mod server_heap_growth;
@@ -122,6 +123,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::ServerHeapGrowth => &[server_heap_growth::REPORT],
         E::FaultSoak => &[fault_soak::REPORT],
         E::Throughput => &[throughput::REPORT, throughput::VERSUS],
+        E::ProfilerCost => &[profiler_cost::REPORT],
     }
 }
 

@@ -40,8 +40,9 @@ impl Data {
                 Record::Rss(x) => d.rss.push((r.cell.variant.to_string(), x)),
                 Record::Peer(p) => d.peers.push(p),
                 Record::Floor(f) => d.floors.push(f),
-                // The resident set's parts: build-stages' anatomy table reads them.
-                Record::Anatomy(_) => {}
+                // The resident set's parts: build-stages' anatomy table reads
+                // them; the heap profile's cost, profiler-cost's.
+                Record::Anatomy(_) | Record::HeapProfile(_) => {}
             }
         }
         Ok(d)

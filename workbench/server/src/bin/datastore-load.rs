@@ -46,6 +46,15 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         report_s: u64,
     },
+    /// Fetch a server's sampled heap profile (its sampling build, variant
+    /// jemalloc-prof) into a gzipped pprof file, for `workbench trace top`,
+    /// `trace export` or `go tool pprof`.
+    HeapProfile {
+        server: String,
+        /// Where the profile is written.
+        #[arg(long, default_value = "datastore-server.heap.pb.gz")]
+        out: PathBuf,
+    },
     /// Load driver: open N connections, ping once on each, hold them until stdin closes.
     Hold {
         server: String,
@@ -85,6 +94,19 @@ fn main() -> Result<()> {
             let mut c = Client::connect(server.as_str())?;
             let r = c.execute(&sql)?;
             print_rows(&r.names, &r.types, &r.rows, &format)?;
+        }
+        Cmd::HeapProfile { server, out } => {
+            let mut c = Client::connect(server.as_str())?;
+            let p = c.heap_profile()?;
+            c.flush()?;
+            let bytes = c.wait_bytes(p).with_context(|| format!("heap_profile of {server}"))?;
+            std::fs::write(&out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+            println!(
+                "{}: {} bytes (gzipped pprof; `workbench trace top {}`)",
+                out.display(),
+                bytes.len(),
+                out.display()
+            );
         }
         Cmd::Proxy { listen, upstream, delay_ms, report_s } => proxy(&listen, upstream, delay_ms, report_s)?,
         Cmd::Hold { server, connections } => {

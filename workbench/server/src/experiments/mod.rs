@@ -54,7 +54,7 @@ pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         E::ServerHeapGrowth => heap_growth::run(cell, &cell.params()?, out),
         E::IoWakeup => io_wakeup::run(cell, &cell.params()?, out),
         E::PipelineDepth => pipeline_depth::run(cell, &cell.params()?, out),
-        E::Throughput => throughput::run(cell, &cell.params()?, out),
+        E::Throughput | E::ProfilerCost => throughput::run(cell, &cell.params()?, out),
         E::AllocProfile
         | E::HeapGrowth
         | E::SamplingAccuracy

@@ -30,7 +30,9 @@
 //! one peer record per ClickHouse setting: whether the peer ran, its
 //! version, the max_threads in effect, its active part count, or why not;
 //! per query and threads setting of ours, `rounds` floor records (the
-//! bytes it must touch read once, [`crate::floor`]), after the engines stop.
+//! bytes it must touch read once, [`crate::floor`]), after the engines stop;
+//! from the sampling build, one heap-profile record per server of ours (the
+//! `heap_profile` call after the loops: its time and size).
 //!
 //! Every answer is checked: ours equal to our first answer of the query
 //! (exactly), each ClickHouse client's answers equal to its own first (in
@@ -42,7 +44,7 @@ use super::{percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload;
 use anyhow::{bail, Context, Result};
-use records::server::throughput::{Anatomy, Params, Peer as PeerRecord, Query, Record, Rss};
+use records::server::throughput::{Anatomy, HeapProfile, Params, Peer as PeerRecord, Query, Record, Rss};
 use serde_json::json;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -252,6 +254,11 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
         p.quit();
     }
     result?;
+    for (engine, s) in &servers {
+        if let Some(h) = heap_profile(engine, s)? {
+            out.emit(&Record::HeapProfile(h))?;
+        }
+    }
     for (_, s) in servers {
         s.stop()?;
     }
@@ -261,6 +268,23 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
         super::datastore_queries::floors(out, rows, rounds, t as usize, Record::Floor)?;
     }
     Ok(())
+}
+
+/// One `heap_profile` call, timed; `None` from a build that does not sample
+/// (it answers 501: not in this build).
+fn heap_profile(engine: &str, server: &ServerChild) -> Result<Option<HeapProfile>> {
+    let mut c = Client::connect(server.addr)?;
+    let t = Instant::now();
+    let p = c.heap_profile()?;
+    match c.wait_bytes(p) {
+        Ok(body) => Ok(Some(HeapProfile {
+            engine: engine.to_string(),
+            ms: t.elapsed().as_secs_f64() * 1e3,
+            bytes: body.len() as u64,
+        })),
+        Err(crate::client::ClientError::Status { status: crate::protocol::NOT_BUILT, .. }) => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("{engine}: heap_profile")),
+    }
 }
 
 /// An engine's name in the records: `ours`, `ours-1-thread`, `clickhouse`, …

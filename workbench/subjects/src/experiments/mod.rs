@@ -75,7 +75,8 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
         | E::IoWakeup
         | E::ServerHeapGrowth
         | E::FaultSoak
-        | E::Throughput => return None,
+        | E::Throughput
+        | E::ProfilerCost => return None,
     })
 }
 
