@@ -812,6 +812,8 @@ class BuildStages:
     TAG = "kind"
     SCHEMA = {
         "anon_bytes": pl.UInt64,
+        "answer_bytes": pl.UInt64,
+        "answer_ms": pl.Float64,
         "answers_checked": pl.UInt64,
         "available": pl.Boolean,
         "binary_bytes": pl.UInt64,
@@ -854,10 +856,12 @@ class BuildStages:
         "version": pl.String,
     }
     VALUES = {
-        "kind": ("binary", "peer", "query", "rss", "anatomy", "floor", "build-failed"),
+        "kind": ("binary", "peer", "query", "rss", "anatomy", "floor", "heap-profile", "build-failed"),
     }
     KINDS = {
         "anon_bytes": ("anatomy",),
+        "answer_bytes": ("heap-profile",),
+        "answer_ms": ("heap-profile",),
         "answers_checked": ("query",),
         "available": ("peer",),
         "binary_bytes": ("binary",),
@@ -865,7 +869,7 @@ class BuildStages:
         "bytes": ("floor",),
         "client_processes": ("peer",),
         "concurrency": ("query", "rss", "anatomy"),
-        "engine": ("peer", "query", "rss", "anatomy"),
+        "engine": ("peer", "query", "rss", "anatomy", "heap-profile"),
         "engine_p50_ms": ("query",),
         "error": ("build-failed",),
         "files_bytes": ("anatomy",),
@@ -899,6 +903,14 @@ class BuildStages:
     anon_bytes = pl.col("anon_bytes")
     """Other anonymous memory: malloc's mmap'd arenas and large blocks. (Only where kind is anatomy.)"""
 
+    answer_bytes = pl.col("answer_bytes")
+    """The answer's size: gzipped pprof. (Only where kind is heap-profile.)"""
+
+    answer_ms = pl.col("answer_ms")
+    """From the call sent to its answer read: the dump, its reading and
+    symbols, the pprof encoding and gzip. (Only where kind is heap-profile.)
+    """
+
     answers_checked = pl.col("answers_checked")
     """Answers compared with the expected answer (every one); `None`
     in runs from before answers were checked. (Only where kind is query.)
@@ -926,7 +938,7 @@ class BuildStages:
     """(Only where kind is query, rss, anatomy.)"""
 
     engine = pl.col("engine")
-    """(Only where kind is peer, query, rss, anatomy.)"""
+    """The engine asked (`ours`, `ours-1-thread`). (Only where kind is peer, query, rss, anatomy, heap-profile.)"""
 
     engine_p50_ms = pl.col("engine_p50_ms")
     """The peer's own time for the query, its client excluded (ClickHouse only). (Only where kind is query.)"""
@@ -1569,6 +1581,8 @@ class Throughput:
     TAG = "kind"
     SCHEMA = {
         "anon_bytes": pl.UInt64,
+        "answer_bytes": pl.UInt64,
+        "answer_ms": pl.Float64,
         "answers_checked": pl.UInt64,
         "available": pl.Boolean,
         "binary_other_bytes": pl.UInt64,
@@ -1608,17 +1622,19 @@ class Throughput:
         "version": pl.String,
     }
     VALUES = {
-        "kind": ("peer", "query", "rss", "anatomy", "floor"),
+        "kind": ("peer", "query", "rss", "anatomy", "floor", "heap-profile"),
     }
     KINDS = {
         "anon_bytes": ("anatomy",),
+        "answer_bytes": ("heap-profile",),
+        "answer_ms": ("heap-profile",),
         "answers_checked": ("query",),
         "available": ("peer",),
         "binary_other_bytes": ("anatomy",),
         "bytes": ("floor",),
         "client_processes": ("peer",),
         "concurrency": ("query", "rss", "anatomy"),
-        "engine": ("peer", "query", "rss", "anatomy"),
+        "engine": ("peer", "query", "rss", "anatomy", "heap-profile"),
         "engine_p50_ms": ("query",),
         "files_bytes": ("anatomy",),
         "heap_bytes": ("anatomy",),
@@ -1650,6 +1666,14 @@ class Throughput:
     anon_bytes = pl.col("anon_bytes")
     """Other anonymous memory: malloc's mmap'd arenas and large blocks. (Only where kind is anatomy.)"""
 
+    answer_bytes = pl.col("answer_bytes")
+    """The answer's size: gzipped pprof. (Only where kind is heap-profile.)"""
+
+    answer_ms = pl.col("answer_ms")
+    """From the call sent to its answer read: the dump, its reading and
+    symbols, the pprof encoding and gzip. (Only where kind is heap-profile.)
+    """
+
     answers_checked = pl.col("answers_checked")
     """Answers compared with the expected answer (every one); `None`
     in runs from before answers were checked. (Only where kind is query.)
@@ -1674,7 +1698,220 @@ class Throughput:
     """(Only where kind is query, rss, anatomy.)"""
 
     engine = pl.col("engine")
-    """(Only where kind is peer, query, rss, anatomy.)"""
+    """The engine asked (`ours`, `ours-1-thread`). (Only where kind is peer, query, rss, anatomy, heap-profile.)"""
+
+    engine_p50_ms = pl.col("engine_p50_ms")
+    """The peer's own time for the query, its client excluded (ClickHouse only). (Only where kind is query.)"""
+
+    files_bytes = pl.col("files_bytes")
+    """Other file-backed mappings: shared libraries, the vdso. (Only where kind is anatomy.)"""
+
+    heap_bytes = pl.col("heap_bytes")
+    """The brk heap. (Only where kind is anatomy.)"""
+
+    kind = pl.col("kind")
+
+    load_seconds = pl.col("load_seconds")
+    """(Only where kind is peer.)"""
+
+    max_threads = pl.col("max_threads")
+    """The threads setting the engine reports in effect. (Only where kind is peer.)"""
+
+    mean_ms = pl.col("mean_ms")
+    """(Only where kind is query.)"""
+
+    ms = pl.col("ms")
+    """(Only where kind is floor.)"""
+
+    p50_ms = pl.col("p50_ms")
+    """(Only where kind is query.)"""
+
+    p99_ms = pl.col("p99_ms")
+    """(Only where kind is query.)"""
+
+    parts = pl.col("parts")
+    """(Only where kind is peer.)"""
+
+    payload = pl.col("payload")
+    """Bytes of optional payload per vote (subject experiments)."""
+
+    qps = pl.col("qps")
+    """(Only where kind is query.)"""
+
+    queries = pl.col("queries")
+    """(Only where kind is query.)"""
+
+    query = pl.col("query")
+    """(Only where kind is query, rss, anatomy, floor.)"""
+
+    reason = pl.col("reason")
+    """(Only where kind is peer.)"""
+
+    rep = pl.col("rep")
+    """The repetition of the cell (0-based)."""
+
+    round = pl.col("round")
+    """`None` in runs from before rounds were recorded (one round). (Only where kind is query, anatomy.)"""
+
+    rows = pl.col("rows")
+    """The table's rows. (Only where kind is query, rss, anatomy.)"""
+
+    rss_bytes = pl.col("rss_bytes")
+    """(Only where kind is rss, anatomy.)"""
+
+    run = pl.col("run")
+    """(Only where kind is floor.)"""
+
+    seconds = pl.col("seconds")
+    """(Only where kind is query.)"""
+
+    stack_bytes = pl.col("stack_bytes")
+    """Thread stacks. (Only where kind is anatomy.)"""
+
+    t_s = pl.col("t_s")
+    """(Only where kind is rss.)"""
+
+    text_bytes = pl.col("text_bytes")
+    """The binary's executable mapping: resident, and its whole size. (Only where kind is anatomy.)"""
+
+    text_size_bytes = pl.col("text_size_bytes")
+    """(Only where kind is anatomy.)"""
+
+    threads = pl.col("threads")
+    """(Only where kind is floor.)"""
+
+    variant = pl.col("variant")
+    """The build variant (`dhat`, `jemalloc`, `system`, a build stage)."""
+
+    version = pl.col("version")
+    """(Only where kind is peer.)"""
+
+
+class ProfilerCost:
+    """profiler-cost: `records::server::throughput::Record`, as throughput writes it"""
+
+    EXPERIMENT = "profiler-cost"
+    TAG = "kind"
+    SCHEMA = {
+        "anon_bytes": pl.UInt64,
+        "answer_bytes": pl.UInt64,
+        "answer_ms": pl.Float64,
+        "answers_checked": pl.UInt64,
+        "available": pl.Boolean,
+        "binary_other_bytes": pl.UInt64,
+        "bytes": pl.UInt64,
+        "client_processes": pl.UInt64,
+        "codec": pl.String,
+        "concurrency": pl.UInt64,
+        "engine": pl.String,
+        "engine_p50_ms": pl.Float64,
+        "files_bytes": pl.UInt64,
+        "heap_bytes": pl.UInt64,
+        "kind": pl.String,
+        "load_seconds": pl.Float64,
+        "max_threads": pl.UInt64,
+        "mean_ms": pl.Float64,
+        "ms": pl.Float64,
+        "p50_ms": pl.Float64,
+        "p99_ms": pl.Float64,
+        "parts": pl.UInt64,
+        "payload": pl.UInt64,
+        "qps": pl.Float64,
+        "queries": pl.UInt64,
+        "query": pl.String,
+        "reason": pl.String,
+        "rep": pl.UInt64,
+        "round": pl.UInt64,
+        "rows": pl.UInt64,
+        "rss_bytes": pl.UInt64,
+        "run": pl.UInt64,
+        "seconds": pl.Float64,
+        "stack_bytes": pl.UInt64,
+        "t_s": pl.Float64,
+        "text_bytes": pl.UInt64,
+        "text_size_bytes": pl.UInt64,
+        "threads": pl.UInt64,
+        "variant": pl.String,
+        "version": pl.String,
+    }
+    VALUES = {
+        "kind": ("peer", "query", "rss", "anatomy", "floor", "heap-profile"),
+    }
+    KINDS = {
+        "anon_bytes": ("anatomy",),
+        "answer_bytes": ("heap-profile",),
+        "answer_ms": ("heap-profile",),
+        "answers_checked": ("query",),
+        "available": ("peer",),
+        "binary_other_bytes": ("anatomy",),
+        "bytes": ("floor",),
+        "client_processes": ("peer",),
+        "concurrency": ("query", "rss", "anatomy"),
+        "engine": ("peer", "query", "rss", "anatomy", "heap-profile"),
+        "engine_p50_ms": ("query",),
+        "files_bytes": ("anatomy",),
+        "heap_bytes": ("anatomy",),
+        "load_seconds": ("peer",),
+        "max_threads": ("peer",),
+        "mean_ms": ("query",),
+        "ms": ("floor",),
+        "p50_ms": ("query",),
+        "p99_ms": ("query",),
+        "parts": ("peer",),
+        "qps": ("query",),
+        "queries": ("query",),
+        "query": ("query", "rss", "anatomy", "floor"),
+        "reason": ("peer",),
+        "round": ("query", "anatomy"),
+        "rows": ("query", "rss", "anatomy"),
+        "rss_bytes": ("rss", "anatomy"),
+        "run": ("floor",),
+        "seconds": ("query",),
+        "stack_bytes": ("anatomy",),
+        "t_s": ("rss",),
+        "text_bytes": ("anatomy",),
+        "text_size_bytes": ("anatomy",),
+        "threads": ("floor",),
+        "version": ("peer",),
+    }
+    DEFAULTS = {}
+
+    anon_bytes = pl.col("anon_bytes")
+    """Other anonymous memory: malloc's mmap'd arenas and large blocks. (Only where kind is anatomy.)"""
+
+    answer_bytes = pl.col("answer_bytes")
+    """The answer's size: gzipped pprof. (Only where kind is heap-profile.)"""
+
+    answer_ms = pl.col("answer_ms")
+    """From the call sent to its answer read: the dump, its reading and
+    symbols, the pprof encoding and gzip. (Only where kind is heap-profile.)
+    """
+
+    answers_checked = pl.col("answers_checked")
+    """Answers compared with the expected answer (every one); `None`
+    in runs from before answers were checked. (Only where kind is query.)
+    """
+
+    available = pl.col("available")
+    """(Only where kind is peer.)"""
+
+    binary_other_bytes = pl.col("binary_other_bytes")
+    """The binary's other mappings (read-only data, relocations, data). (Only where kind is anatomy.)"""
+
+    bytes = pl.col("bytes")
+    """(Only where kind is floor.)"""
+
+    client_processes = pl.col("client_processes")
+    """(Only where kind is peer.)"""
+
+    codec = pl.col("codec")
+    """The codec or transport stack (subject experiments)."""
+
+    concurrency = pl.col("concurrency")
+    """(Only where kind is query, rss, anatomy.)"""
+
+    engine = pl.col("engine")
+    """The engine asked (`ours`, `ours-1-thread`). (Only where kind is peer, query, rss, anatomy, heap-profile.)"""
 
     engine_p50_ms = pl.col("engine_p50_ms")
     """The peer's own time for the query, its client excluded (ClickHouse only). (Only where kind is query.)"""
@@ -1782,4 +2019,5 @@ BY_EXPERIMENT = {
     "server-heap-growth": ServerHeapGrowth,
     "fault-soak": FaultSoak,
     "throughput": Throughput,
+    "profiler-cost": ProfilerCost,
 }

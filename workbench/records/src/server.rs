@@ -111,9 +111,9 @@ pub mod throughput {
         pub engine: String,
         /// From the call sent to its answer read: the dump, its reading and
         /// symbols, the pprof encoding and gzip.
-        pub ms: f64,
-        /// The answer: gzipped pprof.
-        pub bytes: u64,
+        pub answer_ms: f64,
+        /// The answer's size: gzipped pprof.
+        pub answer_bytes: u64,
     }
 
     /// The peer engine (ClickHouse in chDB), once per threads setting:

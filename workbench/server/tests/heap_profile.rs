@@ -8,7 +8,6 @@ mod common;
 
 use common::TempDir;
 use server::client::{Client, ClientError};
-use server::protocol;
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -117,7 +116,7 @@ fn a_build_without_the_profiler_says_so() {
     load(&mut c, 10);
     match heap_profile(&mut c) {
         Err(ClientError::Status { status, message }) => {
-            assert_eq!(status, protocol::NOT_BUILT);
+            assert_eq!(status, server::protocol::NOT_BUILT);
             assert!(message.contains(probe::VARIANT.name()) && message.contains("jemalloc-prof"), "{message}");
         }
         other => panic!("expected 501, got {:?}", other.map(|b| b.len())),

@@ -135,6 +135,11 @@ pub const MACROS: &[Macro] = &[
     m("samplingEveryVsDhat", "sampling-accuracy", "0", 1, col::ERROR_VS_DHAT),
     m("samplingDefaultMissed", "sampling-accuracy", "19", 1 << 19, col::LARGEST_MISSED),
     m("samplingDefaultModelFound", "sampling-accuracy", "19", 1 << 19, col::MODEL_FOUND),
+    // What the profiler costs the server at four clients, and the A/A beside it.
+    m("profilerCostFilter", "profiler-cost", "filtered-count", 4, col::SAMPLING_VS_JEMALLOC),
+    m("profilerCostAgg", "profiler-cost", "group-by-category", 4, col::SAMPLING_VS_JEMALLOC),
+    m("profilerCostTop", "profiler-cost", "top-20-users", 4, col::SAMPLING_VS_JEMALLOC),
+    m("profilerCostAA", "profiler-cost", "group-by-category", 4, col::A_A_JEMALLOC),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is

@@ -10,7 +10,7 @@
 use super::{ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{dash, source_of, stats_of, Table, TableCell};
+use crate::report::tables::{col, dash, source_of, stats_of, Table, TableCell};
 use anyhow::Result;
 use records::server::throughput::{HeapProfile, Query, Record};
 use std::collections::BTreeMap;
@@ -85,8 +85,8 @@ fn table(run: &Run) -> Result<Table> {
         let p99 = |v| runs(&queries, v, query, *c, |q| q.p99_ms);
         let (plain, sampling) = (qps(PLAIN), qps(SAMPLING));
         rows.push(vec![
-            TableCell::keyed(query.clone(), format!("{query}/{c}")),
-            TableCell::from(c.to_string()),
+            TableCell::keyed(query.clone(), query),
+            TableCell::keyed(c.to_string(), c),
             qps_cell(&plain),
             qps_cell(&sampling),
             TableCell::from(ratio_range(&paired(&sampling, &plain))),
@@ -94,32 +94,25 @@ fn table(run: &Run) -> Result<Table> {
             TableCell::from(ratio_range(&paired(&p99(SAMPLING), &p99(PLAIN)))),
         ]);
     }
-    let spec = &run.manifest.spec;
-    let s = spec.scale(run.manifest.scale);
+    let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());
     let caption = format!(
-        "What jemalloc's sampling heap profiler costs the server: the throughput experiment's closed loop (over ZAP, \
-         {} s per query and round, {} rounds, {} rows) against the server built with jemalloc alone (statistics \
-         compiled out) and with its heap profiler sampling at the default interval (512 KiB; cumulative counts \
-         kept, as the heap_profile call answers them). {} repetitions of each build, interleaved, the order \
-         reversed every other one; ratios paired by repetition and round, median (min–max). A/A: the plain \
-         build's repetitions against each other, the comparison's own noise. {} profile.",
+        "Server QPS with jemalloc's sampling heap profiler on (default interval) and off (jemalloc alone), {} s a \
+         query and round, {} rows; ratios paired by run, median (min–max); A/A: the plain build's runs against \
+         each other. {} repetitions, interleaved.",
         param("seconds"),
-        param("rounds"),
         param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
         s.repetitions,
-        run.manifest.profile,
     );
-    let ms: Vec<f64> = calls.iter().map(|c| c.ms).collect();
-    let kb: Vec<f64> = calls.iter().map(|c| c.bytes as f64).collect();
+    let ms: Vec<f64> = calls.iter().map(|c| c.answer_ms).collect();
+    let kb: Vec<f64> = calls.iter().map(|c| c.answer_bytes as f64).collect();
     let caption = match (stats_of(&ms), stats_of(&kb)) {
         (Some(t), Some(b)) => format!(
-            "{caption} Asked for its heap after the loops (the heap_profile call, {} call(s)), the sampling build \
-             answered in {} ms ({}–{}) with {} of gzipped pprof.",
-            calls.len(),
+            "{caption} A heap_profile call after the loops: {} ms ({}–{}, {} calls), {} of gzipped pprof.",
             fmt::sig3(t.0),
             fmt::sig3(t.1),
             fmt::sig3(t.2),
+            calls.len(),
             fmt::bytes(b.0),
         ),
         _ => caption,
@@ -132,8 +125,8 @@ fn table(run: &Run) -> Result<Table> {
             "Clients",
             "jemalloc QPS",
             "Sampling QPS",
-            "Sampling ÷ jemalloc",
-            "A/A: jemalloc ÷ jemalloc",
+            col::SAMPLING_VS_JEMALLOC,
+            col::A_A_JEMALLOC,
             "p99: sampling ÷ jemalloc",
         ],
         rows,

@@ -87,6 +87,8 @@ pub mod col {
     pub const LARGEST_MISSED: &str = "Largest missed";
     pub const MODEL_FOUND: &str = "Model: found from";
     pub const ERROR_VS_DHAT: &str = "Error vs dhat";
+    pub const SAMPLING_VS_JEMALLOC: &str = "Sampling ÷ jemalloc";
+    pub const A_A_JEMALLOC: &str = "A/A: jemalloc ÷ jemalloc";
 }
 
 impl From<String> for TableCell {

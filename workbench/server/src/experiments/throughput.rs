@@ -279,8 +279,8 @@ fn heap_profile(engine: &str, server: &ServerChild) -> Result<Option<HeapProfile
     match c.wait_bytes(p) {
         Ok(body) => Ok(Some(HeapProfile {
             engine: engine.to_string(),
-            ms: t.elapsed().as_secs_f64() * 1e3,
-            bytes: body.len() as u64,
+            answer_ms: t.elapsed().as_secs_f64() * 1e3,
+            answer_bytes: body.len() as u64,
         })),
         Err(crate::client::ClientError::Status { status: crate::protocol::NOT_BUILT, .. }) => Ok(None),
         Err(e) => Err(e).with_context(|| format!("{engine}: heap_profile")),
