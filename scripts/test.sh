@@ -84,7 +84,7 @@ fi
 # did, so only the probe and its allocator compile again; `-p probe`
 # resolved them over the probe alone and recompiled its dependencies.
 step "probe tests, dhat build"
-cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides
+cargo test --release --workspace --features probe/dhat --test dhat_counts --test dhat_sides --test dhat_calls
 step "probe tests, events build"
 cargo test --release --workspace --features probe/events --test events_record
 step "probe tests, jemalloc build"

@@ -37,6 +37,8 @@
 //! - [`operation`]: the measured loop's operation index; the `events` build
 //!   ([`events`], a variant beside dhat) records every allocation and free by
 //!   site against it, for heap timelines that repeat run to run.
+//! - [`calls`]: the dhat build's exact cost per call of a concurrent
+//!   server (a thread's call tag; frees charged to the allocating call).
 //! - [`sampled`]: the `jemalloc-prof` build: jemalloc's sampling heap
 //!   profiler read into the per-site form of the exact traces.
 //! - `symbols`: frames resolved in process, written as dhat writes them.
@@ -67,6 +69,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[global_allocator]
 static ALLOC: events::Recorder<std::alloc::System> = events::Recorder(std::alloc::System);
 
+pub mod calls;
 pub mod cell;
 #[cfg(feature = "events")]
 pub mod events;

@@ -10,7 +10,7 @@
 //! (jemalloc, system) stay untouched.
 
 use serde::Serialize;
-use std::alloc::{GlobalAlloc, Layout};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -78,9 +78,10 @@ pub fn read() -> SideCounts {
     c
 }
 
-/// Counts one call of `bytes` unless it is the allocator's own, then runs it.
+/// Counts one call of `bytes` unless it is the allocator's own, then runs
+/// it; the block it returns counts for the thread's call ([`crate::calls`]).
 #[inline]
-fn counted<T>(bytes: usize, call: impl FnOnce() -> T) -> T {
+fn counted(bytes: usize, freed: Option<*mut u8>, call: impl FnOnce() -> *mut u8) -> *mut u8 {
     let outer = INSIDE.try_with(|i| !i.replace(true)).unwrap_or(false);
     if outer {
         let side = SIDE.try_with(|s| s.get()).unwrap_or(0) as usize;
@@ -89,13 +90,20 @@ fn counted<T>(bytes: usize, call: impl FnOnce() -> T) -> T {
     }
     let r = call();
     if outer {
+        if let Some(old) = freed.filter(|_| !r.is_null()) {
+            crate::calls::on_free(old);
+        }
+        crate::calls::on_alloc(r, bytes);
         let _ = INSIDE.try_with(|i| i.set(false));
     }
     r
 }
 
-fn counted_free(call: impl FnOnce()) {
+fn counted_free(ptr: *mut u8, call: impl FnOnce()) {
     let outer = INSIDE.try_with(|i| !i.replace(true)).unwrap_or(false);
+    if outer {
+        crate::calls::on_free(ptr);
+    }
     call();
     if outer {
         let _ = INSIDE.try_with(|i| i.set(false));
@@ -103,25 +111,41 @@ fn counted_free(call: impl FnOnce()) {
 }
 
 /// Wraps an allocator and counts per side the calls dhat counts: every
-/// alloc and every realloc, with the requested (new) size.
+/// alloc and every realloc, with the requested (new) size. The per-call
+/// table's own blocks ([`crate::calls::bookkeeping`]) go to the system
+/// allocator, so that neither dhat nor the sides count them.
 pub struct Tagged<A>(pub A);
 
-// SAFETY: every call is forwarded unchanged to the wrapped allocator.
+// SAFETY: every call is forwarded unchanged to the wrapped allocator, or,
+// for the call table's own blocks, to the system allocator, which also
+// frees them (the table allocates and frees only under its flag).
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Tagged<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        counted(layout.size(), || unsafe { self.0.alloc(layout) })
+        if crate::calls::bookkeeping() {
+            return unsafe { System.alloc(layout) };
+        }
+        counted(layout.size(), None, || unsafe { self.0.alloc(layout) })
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        counted(layout.size(), || unsafe { self.0.alloc_zeroed(layout) })
+        if crate::calls::bookkeeping() {
+            return unsafe { System.alloc_zeroed(layout) };
+        }
+        counted(layout.size(), None, || unsafe { self.0.alloc_zeroed(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if crate::calls::bookkeeping() {
+            return unsafe { System.dealloc(ptr, layout) };
+        }
         // dhat's bookkeeping on free may allocate too; keep it uncounted.
-        counted_free(|| unsafe { self.0.dealloc(ptr, layout) })
+        counted_free(ptr, || unsafe { self.0.dealloc(ptr, layout) })
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        counted(new_size, || unsafe { self.0.realloc(ptr, layout, new_size) })
+        if crate::calls::bookkeeping() {
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        counted(new_size, Some(ptr), || unsafe { self.0.realloc(ptr, layout, new_size) })
     }
 }
