@@ -1357,6 +1357,161 @@ class ServerHeapGrowth:
     workload = pl.col("workload")
 
 
+class RequestCost:
+    """request-cost: `records::server::request_cost::Record`"""
+
+    EXPERIMENT = "request-cost"
+    TAG = "kind"
+    SCHEMA = {
+        "allocs_max": pl.UInt64,
+        "allocs_median": pl.Float64,
+        "allocs_p99": pl.Float64,
+        "attributed_allocs": pl.UInt64,
+        "attributed_bytes": pl.UInt64,
+        "bytes_max": pl.UInt64,
+        "bytes_median": pl.Float64,
+        "bytes_p99": pl.Float64,
+        "call_kind": pl.String,
+        "calls": pl.UInt64,
+        "charge_ratio_median": pl.Float64,
+        "charge_ratio_min": pl.Float64,
+        "codec": pl.String,
+        "concurrency": pl.UInt64,
+        "estimate_median": pl.Float64,
+        "held_max": pl.UInt64,
+        "held_median": pl.Float64,
+        "kind": pl.String,
+        "outside_allocs": pl.UInt64,
+        "outside_bytes": pl.UInt64,
+        "outside_live_bytes": pl.UInt64,
+        "payload": pl.UInt64,
+        "peak_max": pl.UInt64,
+        "peak_median": pl.Float64,
+        "peak_p99": pl.Float64,
+        "process_allocs": pl.UInt64,
+        "process_bytes": pl.UInt64,
+        "rep": pl.UInt64,
+        "under_charged": pl.UInt64,
+        "variant": pl.String,
+    }
+    VALUES = {
+        "kind": ("calls", "total"),
+    }
+    KINDS = {
+        "allocs_max": ("calls",),
+        "allocs_median": ("calls",),
+        "allocs_p99": ("calls",),
+        "attributed_allocs": ("total",),
+        "attributed_bytes": ("total",),
+        "bytes_max": ("calls",),
+        "bytes_median": ("calls",),
+        "bytes_p99": ("calls",),
+        "call_kind": ("calls",),
+        "charge_ratio_median": ("calls",),
+        "charge_ratio_min": ("calls",),
+        "estimate_median": ("calls",),
+        "held_max": ("calls",),
+        "held_median": ("calls",),
+        "outside_allocs": ("total",),
+        "outside_bytes": ("total",),
+        "outside_live_bytes": ("total",),
+        "peak_max": ("calls",),
+        "peak_median": ("calls",),
+        "peak_p99": ("calls",),
+        "process_allocs": ("total",),
+        "process_bytes": ("total",),
+        "under_charged": ("calls",),
+    }
+    DEFAULTS = {}
+
+    allocs_max = pl.col("allocs_max")
+    """(Only where kind is calls.)"""
+
+    allocs_median = pl.col("allocs_median")
+    """(Only where kind is calls.)"""
+
+    allocs_p99 = pl.col("allocs_p99")
+    """(Only where kind is calls.)"""
+
+    attributed_allocs = pl.col("attributed_allocs")
+    """(Only where kind is total.)"""
+
+    attributed_bytes = pl.col("attributed_bytes")
+    """(Only where kind is total.)"""
+
+    bytes_max = pl.col("bytes_max")
+    """(Only where kind is calls.)"""
+
+    bytes_median = pl.col("bytes_median")
+    """(Only where kind is calls.)"""
+
+    bytes_p99 = pl.col("bytes_p99")
+    """(Only where kind is calls.)"""
+
+    call_kind = pl.col("call_kind")
+    """The workload query's name, or the method's. (Only where kind is calls.)"""
+
+    calls = pl.col("calls")
+
+    charge_ratio_median = pl.col("charge_ratio_median")
+    """Per call, the tracker's charge over the call's true peak: median and lowest. (Only where kind is calls.)"""
+
+    charge_ratio_min = pl.col("charge_ratio_min")
+    """(Only where kind is calls.)"""
+
+    codec = pl.col("codec")
+    """The codec or transport stack (subject experiments)."""
+
+    concurrency = pl.col("concurrency")
+
+    estimate_median = pl.col("estimate_median")
+    """The query memory tracker's peak charge per call. (Only where kind is calls.)"""
+
+    held_max = pl.col("held_max")
+    """(Only where kind is calls.)"""
+
+    held_median = pl.col("held_median")
+    """Bytes a call still held once it had answered. (Only where kind is calls.)"""
+
+    kind = pl.col("kind")
+
+    outside_allocs = pl.col("outside_allocs")
+    """Call 0: the runtime, connections, caches, background merges. (Only where kind is total.)"""
+
+    outside_bytes = pl.col("outside_bytes")
+    """(Only where kind is total.)"""
+
+    outside_live_bytes = pl.col("outside_live_bytes")
+    """(Only where kind is total.)"""
+
+    payload = pl.col("payload")
+    """Bytes of optional payload per vote (subject experiments)."""
+
+    peak_max = pl.col("peak_max")
+    """(Only where kind is calls.)"""
+
+    peak_median = pl.col("peak_median")
+    """The most bytes a call held at once. (Only where kind is calls.)"""
+
+    peak_p99 = pl.col("peak_p99")
+    """(Only where kind is calls.)"""
+
+    process_allocs = pl.col("process_allocs")
+    """(Only where kind is total.)"""
+
+    process_bytes = pl.col("process_bytes")
+    """(Only where kind is total.)"""
+
+    rep = pl.col("rep")
+    """The repetition of the cell (0-based)."""
+
+    under_charged = pl.col("under_charged")
+    """Calls whose charge fell short of their true peak by more than a tenth. (Only where kind is calls.)"""
+
+    variant = pl.col("variant")
+    """The build variant (`dhat`, `jemalloc`, `system`, a build stage)."""
+
+
 class FaultSoak:
     """fault-soak: `records::server::fault_soak::Record`"""
 
@@ -2017,6 +2172,7 @@ BY_EXPERIMENT = {
     "pipeline-depth": PipelineDepth,
     "io-wakeup": IoWakeup,
     "server-heap-growth": ServerHeapGrowth,
+    "request-cost": RequestCost,
     "fault-soak": FaultSoak,
     "throughput": Throughput,
     "profiler-cost": ProfilerCost,

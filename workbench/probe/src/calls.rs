@@ -23,8 +23,9 @@
 //! hooks return after one atomic load.
 //!
 //! # Layout
-//! - [`tag`], [`Tag`]: the thread's current call;
-//! - [`record`], [`finish`], [`drain`]: on, a call's end, the costs;
+//! - [`tag`], [`Tag`], [`adopt`]: the thread's current call;
+//! - [`record`], [`describe`], [`finish`], [`drain`]: on, what a call is,
+//!   its end, the costs;
 //! - [`on_alloc`], [`on_free`]: the allocator's hooks.
 
 use std::cell::Cell;
@@ -34,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CallCost {
     pub call: u64,
-    /// What the caller said the call was ([`finish`]); 0 if it never finished.
+    /// What the caller said the call was ([`describe`]); 0 if it never said.
     pub kind: u16,
     pub allocs: u64,
     pub bytes: u64,
@@ -46,7 +47,7 @@ pub struct CallCost {
     pub held_bytes: u64,
     /// Bytes of the call's blocks live now.
     pub live_bytes: u64,
-    /// The process's own estimate of the call's peak ([`finish`]).
+    /// The process's own estimate of the call's peak ([`describe`]).
     pub estimate_bytes: u64,
     pub finished: bool,
 }
@@ -75,6 +76,12 @@ impl Drop for Tag {
 /// drops; tags nest (the outer one comes back).
 pub fn tag(call: u64) -> Tag {
     Tag { prev: CURRENT.try_with(|c| c.replace(call)).unwrap_or(0) }
+}
+
+/// Counts the calling thread's allocations for `call` from now on, for a
+/// thread that works for one call and ends (a query's helper thread).
+pub fn adopt(call: u64) {
+    let _ = CURRENT.try_with(|c| c.set(call));
 }
 
 /// The call the thread allocates for now (0: none).
@@ -162,6 +169,8 @@ pub fn on_alloc(ptr: *mut u8, size: usize) {
             c.peak_bytes = c.peak_bytes.max(c.live_bytes);
         });
     }
+    #[cfg(not(feature = "dhat"))]
+    let _ = size;
 }
 
 /// The block at `ptr` freed: charged to the call that allocated it.
@@ -183,10 +192,10 @@ pub fn on_free(ptr: *mut u8) {
     let _ = ptr;
 }
 
-/// The call has answered: what its blocks hold now is what it keeps after
-/// it; `kind` says what it was and `estimate` is the process's own
-/// estimate of its peak (0: none).
-pub fn finish(call: u64, kind: u16, estimate: u64) {
+/// Says what `call` is (`kind`, the caller's code) and the process's own
+/// estimate of its peak bytes (the query memory tracker's charge; the
+/// highest said counts), from whichever thread knows them.
+pub fn describe(call: u64, kind: u16, estimate: u64) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
@@ -194,27 +203,26 @@ pub fn finish(call: u64, kind: u16, estimate: u64) {
     with_table(|t| {
         let c = t.cost(call);
         c.kind = kind;
-        c.held_bytes = c.live_bytes;
         c.estimate_bytes = c.estimate_bytes.max(estimate);
-        c.finished = true;
     });
     #[cfg(not(feature = "dhat"))]
     let _ = (call, kind, estimate);
 }
 
-/// Raises the call's estimate to `estimate` if it is higher (a call whose
-/// estimate is made on another thread than its finish).
-pub fn estimate(call: u64, estimate: u64) {
+/// The call has answered: what its blocks hold now is what it keeps after
+/// it (its stored answer, until the client releases it).
+pub fn finish(call: u64) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
     #[cfg(feature = "dhat")]
     with_table(|t| {
         let c = t.cost(call);
-        c.estimate_bytes = c.estimate_bytes.max(estimate);
+        c.held_bytes = c.live_bytes;
+        c.finished = true;
     });
     #[cfg(not(feature = "dhat"))]
-    let _ = (call, estimate);
+    let _ = call;
 }
 
 /// Every call's cost so far, call 0 first, then by call; recording goes on.

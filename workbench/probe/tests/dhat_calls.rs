@@ -31,7 +31,8 @@ fn concurrent_calls_are_charged_exactly_and_frees_go_to_the_allocating_call() {
             // Handed to the other thread, which frees it working for call 2.
             send.send(black_box(Vec::with_capacity(64))).unwrap();
             sent.wait();
-            calls::finish(1, 7, 250);
+            calls::describe(1, 7, 250);
+            calls::finish(1);
             drop(kept);
         });
         s.spawn(move || {
@@ -43,7 +44,8 @@ fn concurrent_calls_are_charged_exactly_and_frees_go_to_the_allocating_call() {
             sent.wait();
             let theirs = recv.try_recv().unwrap();
             drop(theirs);
-            calls::finish(2, 8, 0);
+            calls::describe(2, 8, 0);
+            calls::finish(2);
         });
     });
     let t1 = probe.counters();

@@ -590,6 +590,126 @@ pub mod fault_soak {
 }
 
 /// server-heap-growth: the server's heap every few queries of a workload.
+/// What each call costs in memory, exactly, under concurrency (the dhat
+/// build's per-call attribution, `probe::calls`), and the query memory
+/// tracker's charge against it.
+pub mod request_cost {
+    use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// Rows loaded into the table.
+        pub rows: u64,
+        /// Clients at once, a fresh server for each count.
+        pub concurrency: Vec<usize>,
+        /// Rounds of the workload's queries each client runs (one call
+        /// of each query a round).
+        pub rounds: u64,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params { rows: 100_000, concurrency: vec![1, 4, 16, 64], rounds: 10 }
+        }
+    }
+
+    /// A line of the server's `--call-costs` file.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(tag = "line", rename_all = "lowercase")]
+    pub enum CostLine {
+        Call(CallCost),
+        /// dhat's process totals when the file was written, for the check
+        /// that the calls and call 0 account for every allocation.
+        Process(ProcessTotals),
+    }
+
+    /// One call's exact cost (call 0: everything outside a call).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct CallCost {
+        pub call: u64,
+        /// The workload query's name, or the method's (`ping`, `insert`, …).
+        pub kind: String,
+        pub allocs: u64,
+        pub bytes: u64,
+        pub frees: u64,
+        pub bytes_freed: u64,
+        /// The most bytes the call's own blocks held at once.
+        pub peak_bytes: u64,
+        /// Bytes its blocks held when it had answered (its stored answer).
+        pub held_bytes: u64,
+        /// Bytes its blocks hold at the end.
+        pub live_bytes: u64,
+        /// The query memory tracker's peak charge for it (0: none).
+        pub estimate_bytes: u64,
+        pub finished: bool,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ProcessTotals {
+        pub allocs: u64,
+        pub bytes: u64,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    #[serde(tag = "kind", rename_all = "lowercase")]
+    pub enum Record {
+        Calls(Calls),
+        Total(Total),
+    }
+
+    /// One kind of call at one client count: its cost as a distribution
+    /// over its calls (median, 99th percentile, largest), and the tracker.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub struct Calls {
+        pub concurrency: u64,
+        /// The workload query's name, or the method's.
+        pub call_kind: String,
+        pub calls: u64,
+        pub allocs_median: f64,
+        pub allocs_p99: f64,
+        pub allocs_max: u64,
+        pub bytes_median: f64,
+        pub bytes_p99: f64,
+        pub bytes_max: u64,
+        /// The most bytes a call held at once.
+        pub peak_median: f64,
+        pub peak_p99: f64,
+        pub peak_max: u64,
+        /// Bytes a call still held once it had answered.
+        pub held_median: f64,
+        pub held_max: u64,
+        /// The query memory tracker's peak charge per call.
+        pub estimate_median: f64,
+        /// Per call, the tracker's charge over the call's true peak: median and lowest.
+        pub charge_ratio_median: Option<f64>,
+        pub charge_ratio_min: Option<f64>,
+        /// Calls whose charge fell short of their true peak by more than a tenth.
+        pub under_charged: u64,
+    }
+
+    /// One client count's whole run: what the calls and call 0 account for
+    /// against dhat's process totals (equal when attribution is exact).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub struct Total {
+        pub concurrency: u64,
+        pub calls: u64,
+        pub attributed_allocs: u64,
+        pub attributed_bytes: u64,
+        /// Call 0: the runtime, connections, caches, background merges.
+        pub outside_allocs: u64,
+        pub outside_bytes: u64,
+        pub outside_live_bytes: u64,
+        pub process_allocs: u64,
+        pub process_bytes: u64,
+    }
+}
+
 pub mod server_heap_growth {
     use serde::{Deserialize, Serialize};
 
@@ -796,6 +916,14 @@ impl crate::Compared for server_heap_growth::Record {
     const COLUMNS: crate::Columns = crate::Columns {
         keys: &["kind", "workload"],
         counts: &["total_allocs", "total_bytes", "peak_heap_bytes", "live_heap_bytes"],
+        times: &[],
+    };
+}
+
+impl crate::Compared for request_cost::Record {
+    const COLUMNS: crate::Columns = crate::Columns {
+        keys: &["kind", "call_kind", "concurrency"],
+        counts: &["allocs_max", "bytes_max"],
         times: &[],
     };
 }

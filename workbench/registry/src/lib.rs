@@ -192,6 +192,9 @@ experiments! {
     PipelineDepth = "pipeline-depth", runs PipelineDepth, DatastoreServer, Params, Uncounted;
     IoWakeup = "io-wakeup", runs IoWakeup, DatastoreServer, Params, Uncounted;
     ServerHeapGrowth = "server-heap-growth", runs ServerHeapGrowth, DatastoreServer, Params, Any;
+    /// Every call's exact allocation cost under concurrency, and the query
+    /// memory tracker's charge against it (the dhat build).
+    RequestCost = "request-cost", runs RequestCost, DatastoreServer, Params, Any;
     FaultSoak = "fault-soak", runs FaultSoak, DatastoreServer, Params, Any;
     Throughput = "throughput", runs Throughput, DatastoreServer, Params, Uncounted;
     /// throughput's closed loop with jemalloc's sampling profiler on and
@@ -241,6 +244,7 @@ impl Experiment {
             Experiment::PipelineDepth => read_params::<s::pipeline_depth::Params>(self, params).map(drop),
             Experiment::IoWakeup => read_params::<s::io_wakeup::Params>(self, params).map(drop),
             Experiment::ServerHeapGrowth => read_params::<s::server_heap_growth::Params>(self, params).map(drop),
+            Experiment::RequestCost => read_params::<s::request_cost::Params>(self, params).map(drop),
             Experiment::FaultSoak => read_params::<s::fault_soak::Params>(self, params).map(drop),
             Experiment::Throughput | Experiment::ProfilerCost => {
                 read_params::<s::throughput::Params>(self, params).map(drop)
@@ -301,6 +305,10 @@ macro_rules! with_record {
             }
             Experiment::ServerHeapGrowth => {
                 type $R = s::server_heap_growth::Record;
+                $body
+            }
+            Experiment::RequestCost => {
+                type $R = s::request_cost::Record;
                 $body
             }
             Experiment::FaultSoak => {

@@ -223,14 +223,14 @@ impl Conn {
                 released_early(sh, inbuf, used, run);
                 run.room = sh.cfg.conn_answer_budget.saturating_sub(answers.bytes() + out.counted);
             }
-            let promises: Vec<u32> = match &work {
-                Work::Queries(q) => q.calls.iter().map(|c| c.promise).collect(),
-                Work::Insert { .. } | Work::HeapProfile => vec![promise],
-            };
+            let calls = work.calls(promise);
             let mut results = sh.pool.run(work).await.into_iter();
             let mut failed = None;
-            for (p, a) in promises.into_iter().zip(&mut results) {
+            for ((p, call), a) in calls.into_iter().zip(&mut results) {
+                let tag = probe::calls::tag(call);
                 complete(sh, answers, p, a, &mut out);
+                drop(tag);
+                probe::calls::finish(call);
                 if out.buf.len() >= OUT_FLUSH {
                     if let Err(e) = out.write(stream, sh).await {
                         failed = Some(e);
@@ -306,10 +306,11 @@ fn gather_queries(sh: &Shared, answers: &Answers, inbuf: &[u8], used: &mut usize
                 _ => return,
             }
         };
-        sh.counters.calls.fetch_add(1, Ordering::Relaxed);
+        let call = sh.counters.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let _tag = probe::calls::tag(call);
         match text {
-            Some(sql) => run.push(promise, sql, prev),
-            None => run.push_repeat(promise, prev),
+            Some(sql) => run.push(promise, call, sql, prev),
+            None => run.push_repeat(promise, call, prev),
         }
         *used += n;
     }
@@ -409,8 +410,13 @@ pub fn push_response(out: &mut Vec<u8>, status: u32, promise: u32, body: &[u8]) 
 /// Resolves one call against the answer table: answers it into `out`, or
 /// returns the work it needs from the pool (answered by [`complete`]).
 fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> Option<(u32, Work)> {
-    // Call n is operation n of the events build's timeline (free in the others).
-    probe::operation(sh.counters.calls.fetch_add(1, Ordering::Relaxed));
+    // Call n is operation n of the events build's timeline (free in the
+    // others), and call n + 1 of the dhat build's per-call costs (0 there is
+    // everything outside a call).
+    let n = sh.counters.calls.fetch_add(1, Ordering::Relaxed);
+    probe::operation(n);
+    let call = n + 1;
+    let _tag = probe::calls::tag(call);
     let parsed = zap::read::<Request>(frame).and_then(|r| Ok((r.method(), r.promise(), r.target(), r.payload()?)));
     let (method, promise, target, payload) = match parsed {
         Ok(v) => v,
@@ -464,9 +470,12 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> O
             // empty (unallocated) body for it.
             answers.store(promise, protocol::OK, Vec::new());
             EMPTY.with(|e| push_response(&mut out.buf, protocol::OK, promise, e));
+            probe::calls::describe(call, crate::costs::PING, 0);
+            probe::calls::finish(call);
             return None;
         }
         (Ok(None), protocol::STATS) => {
+            probe::calls::describe(call, crate::costs::STATS, 0);
             // Into a pooled body: released, it goes back to the pool it came
             // from, so sampling the server does not grow that pool.
             let mut body = sh.handler.bodies().lock().map(|mut p| p.get()).unwrap_or_default();
@@ -476,15 +485,16 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> O
         (Ok(prev), protocol::QUERY) => match std::str::from_utf8(payload) {
             Ok(sql) => {
                 let prev = prev.map_or(Prev::None, Prev::Value);
-                return Some((promise, Work::Queries(Queries::one(promise, sql, prev))));
+                return Some((promise, Work::Queries(Queries::one(promise, call, sql, prev))));
             }
             Err(e) => Answer::new(protocol::BAD_REQUEST, format!("SQL is not UTF-8: {e}")),
         },
-        (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec() })),
-        (Ok(None), protocol::HEAP_PROFILE) => return Some((promise, Work::HeapProfile)),
+        (Ok(None), protocol::INSERT) => return Some((promise, Work::Insert { msg: payload.to_vec(), call })),
+        (Ok(None), protocol::HEAP_PROFILE) => return Some((promise, Work::HeapProfile { call })),
         (Ok(_), m) => Answer::new(protocol::NOT_FOUND, format!("unknown method {m}")),
     };
     complete(sh, answers, promise, a, out);
+    probe::calls::finish(call);
     None
 }
 

@@ -26,8 +26,9 @@ pub struct Scratch {
     memory: Option<Arc<Tracker>>,
 }
 
-/// A query of a run: its SQL is `text[sql]`.
+/// A query of a run: its SQL is `text[sql]`; `id` its call number.
 struct Call<'a> {
+    id: u64,
     text: &'a str,
     sql: std::ops::Range<usize>,
     wanted: bool,
@@ -142,8 +143,16 @@ impl Handler {
     /// Runs a unit of work: one answer per query of a run, or one for an insert.
     pub fn run(&self, work: Work, s: &mut Scratch) -> Vec<Answer> {
         match work {
-            Work::Insert { msg } => vec![guarded(|| self.insert(&msg, s))],
-            Work::HeapProfile => vec![guarded(|| self.heap_profile())],
+            Work::Insert { msg, call } => {
+                let _tag = probe::calls::tag(call);
+                probe::calls::describe(call, crate::costs::INSERT, 0);
+                vec![guarded(|| self.insert(&msg, s))]
+            }
+            Work::HeapProfile { call } => {
+                let _tag = probe::calls::tag(call);
+                probe::calls::describe(call, crate::costs::HEAP_PROFILE, 0);
+                vec![guarded(|| self.heap_profile())]
+            }
             Work::Queries(run) => {
                 let (texts, calls, mut room) = run.into_calls();
                 if let Ok(mut pool) = self.bodies.lock() {
@@ -157,6 +166,7 @@ impl Handler {
                 // repeated text shares that place (`Queries::push_repeat`).
                 let mut kept: Option<Kept> = None;
                 for c in calls {
+                    let _tag = probe::calls::tag(c.call);
                     let prev = match c.prev {
                         Prev::None => Ok(None),
                         Prev::Value(v) => Ok(Some(v)),
@@ -168,7 +178,7 @@ impl Handler {
                     let (a, first) = match prev {
                         Ok(prev) => {
                             let mut first = None;
-                            let call = Call { text: &texts, sql: c.sql, wanted: c.wanted };
+                            let call = Call { id: c.call, text: &texts, sql: c.sql, wanted: c.wanted };
                             (guarded(|| self.query(call, prev, s, &mut kept, &mut first, &mut room)), first)
                         }
                         Err(a) => (a, None),
@@ -255,11 +265,20 @@ impl Handler {
             Some((at, b)) if at == call.sql => b.rebind(params),
             _ => self.db.bind(sql, params),
         };
+        // The dhat build's per-call costs hold the tracker's charge for this
+        // query against what it allocated (`probe::calls`).
+        let recording = probe::calls::recording();
+        if recording {
+            memory.reset_peak();
+        }
         let result = select.and_then(|mut b| {
             let r = b.run(&limits);
             *kept = Some((call.sql.clone(), b));
             r
         });
+        if recording {
+            probe::calls::describe(call.id, crate::costs::query_kind(sql), memory.peak() as u64);
+        }
         let r = match result {
             Ok((r, _)) => r,
             Err(e) => return failed(&e),

@@ -44,6 +44,7 @@ pub mod budget;
 pub mod chain;
 pub mod client;
 pub mod connection;
+pub mod costs;
 pub mod experiments;
 pub mod floor;
 pub mod fuzzing;

@@ -65,6 +65,10 @@ enum Cmd {
         /// dhat build: where the trace is written at shutdown.
         #[arg(long, default_value = "datastore-server.dhat.json")]
         trace: PathBuf,
+        /// dhat build: record every call's exact allocation cost and write
+        /// them here at shutdown (JSON lines; the request-cost experiment).
+        #[arg(long)]
+        call_costs: Option<PathBuf>,
     },
 }
 
@@ -99,8 +103,18 @@ fn main() -> Result<()> {
             write_timeout_ms,
             idle_spin_us,
             trace,
+            call_costs,
         } => {
             let _probe = probe::Probe::start(Some(&trace));
+            if call_costs.is_some() {
+                if probe::VARIANT != probe::Variant::Dhat {
+                    bail!(
+                        "--call-costs: only the dhat build counts every call (this is the {} build)",
+                        probe::VARIANT.name()
+                    );
+                }
+                server::costs::start();
+            }
             if probe::VARIANT == probe::Variant::System && std::env::var_os("SERVER_GLIBC_FASTBINS").is_none() {
                 // NOTE: glibc's fastbins never coalesce; the few small, short-lived
                 // blocks of each connection's first call then strand between the
@@ -141,6 +155,10 @@ fn main() -> Result<()> {
                 server::shutdown::signal(),
             )?;
             eprintln!("shut down: {summary}");
+            if let Some(path) = &call_costs {
+                let n = server::costs::write(path).with_context(|| format!("--call-costs {}", path.display()))?;
+                eprintln!("call costs: {n} calls in {}", path.display());
+            }
             if probe::VARIANT == probe::Variant::Dhat {
                 eprintln!("dhat trace: {}", trace.display());
             }

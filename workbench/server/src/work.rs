@@ -9,11 +9,21 @@ pub enum Work {
     /// Consecutive queries of one connection, run in order by one worker; a
     /// query may bind `$prev` to an earlier one of the same run.
     Queries(Queries),
-    /// A `Columns` message to insert.
-    Insert { msg: Vec<u8> },
+    /// A `Columns` message to insert; `call` as in [`QueryCall::call`].
+    Insert { msg: Vec<u8>, call: u64 },
     /// The sampled heap profile ([`crate::protocol::HEAP_PROFILE`]): a dump
     /// read and resolved, too slow for the I/O thread.
-    HeapProfile,
+    HeapProfile { call: u64 },
+}
+
+impl Work {
+    /// The calls it answers, in order: (promise, call number).
+    pub fn calls(&self, promise: u32) -> Vec<(u32, u64)> {
+        match self {
+            Work::Queries(q) => q.calls.iter().map(|c| (c.promise, c.call)).collect(),
+            Work::Insert { call, .. } | Work::HeapProfile { call } => vec![(promise, *call)],
+        }
+    }
 }
 
 /// A run of queries: the calls, and their SQL texts in one buffer.
@@ -31,16 +41,16 @@ pub struct Queries {
 
 impl Queries {
     /// A run of one query.
-    pub fn one(promise: u32, sql: &str, prev: Prev) -> Queries {
+    pub fn one(promise: u32, call: u64, sql: &str, prev: Prev) -> Queries {
         let mut q = Queries { calls: Vec::with_capacity(1), texts: String::with_capacity(sql.len()), room: 0 };
-        q.push(promise, sql, prev);
+        q.push(promise, call, sql, prev);
         q
     }
 
-    pub fn push(&mut self, promise: u32, sql: &str, prev: Prev) {
+    pub fn push(&mut self, promise: u32, call: u64, sql: &str, prev: Prev) {
         let at = self.texts.len();
         self.texts.push_str(sql);
-        self.calls.push(QueryCall { promise, sql: at..self.texts.len(), prev, wanted: true });
+        self.calls.push(QueryCall { promise, call, sql: at..self.texts.len(), prev, wanted: true });
     }
 
     /// Marks the calls a `finish` already releases (see [`QueryCall::wanted`]).
@@ -56,9 +66,9 @@ impl Queries {
 
     /// Adds a call with the last call's text, shared: neither copied nor
     /// checked as UTF-8 again. See [`Queries::repeats`].
-    pub fn push_repeat(&mut self, promise: u32, prev: Prev) {
+    pub fn push_repeat(&mut self, promise: u32, call: u64, prev: Prev) {
         if let Some(sql) = self.calls.last().map(|c| c.sql.clone()) {
-            self.calls.push(QueryCall { promise, sql, prev, wanted: true });
+            self.calls.push(QueryCall { promise, call, sql, prev, wanted: true });
         }
     }
 
@@ -71,6 +81,10 @@ impl Queries {
 /// One query of a [`Work::Queries`] run; its SQL is `texts[sql]` of the run.
 pub struct QueryCall {
     pub promise: u32,
+    /// The server's number for the call (1 up, in arrival order over every
+    /// connection): what its allocations count for in the dhat build's
+    /// per-call costs (`probe::calls`).
+    pub call: u64,
     pub sql: std::ops::Range<usize>,
     pub prev: Prev,
     /// False when the client finished the promise in the same flight, before
@@ -119,10 +133,10 @@ mod tests {
     fn a_repeated_text_is_shared_not_copied() {
         let mut q = Queries::default();
         assert!(!q.repeats(b"SELECT 1"), "nothing to repeat yet");
-        q.push(1, "SELECT 1", Prev::None);
+        q.push(1, 1, "SELECT 1", Prev::None);
         assert!(q.repeats(b"SELECT 1") && !q.repeats(b"SELECT 2") && !q.repeats(b"SELECT 1 "));
-        q.push_repeat(2, Prev::None);
-        q.push(3, "SELECT 2", Prev::None);
+        q.push_repeat(2, 2, Prev::None);
+        q.push(3, 3, "SELECT 2", Prev::None);
         let (texts, calls, _) = q.into_calls();
         let sql: Vec<&str> = calls.iter().map(|c| &texts[c.sql.clone()]).collect();
         assert_eq!(sql, ["SELECT 1", "SELECT 1", "SELECT 2"]);

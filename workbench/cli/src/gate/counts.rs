@@ -55,6 +55,7 @@ pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
         | E::PipelineDepth
         | E::IoWakeup
         | E::FaultSoak
+        | E::RequestCost
         | E::Throughput
         | E::ProfilerCost => None,
     }

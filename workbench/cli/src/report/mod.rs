@@ -54,6 +54,7 @@ pub mod instrumentation_cost;
 pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod profiler_cost;
+pub mod request_cost;
 pub mod roundtrip_latency;
 pub mod sampling_accuracy;
 pub mod server_heap_growth;
@@ -121,6 +122,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::PipelineDepth => &[pipeline_depth::REPORT],
         E::IoWakeup => &[io_wakeup::REPORT],
         E::ServerHeapGrowth => &[server_heap_growth::REPORT],
+        E::RequestCost => &[request_cost::REPORT],
         E::FaultSoak => &[fault_soak::REPORT],
         E::Throughput => &[throughput::REPORT, throughput::VERSUS],
         E::ProfilerCost => &[profiler_cost::REPORT],

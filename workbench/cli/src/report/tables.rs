@@ -89,6 +89,8 @@ pub mod col {
     pub const ERROR_VS_DHAT: &str = "Error vs dhat";
     pub const SAMPLING_VS_JEMALLOC: &str = "Sampling ÷ jemalloc";
     pub const A_A_JEMALLOC: &str = "A/A: jemalloc ÷ jemalloc";
+    pub const CALL_PEAK: &str = "Peak";
+    pub const CHARGE_VS_PEAK: &str = "Tracker ÷ peak";
 }
 
 impl From<String> for TableCell {

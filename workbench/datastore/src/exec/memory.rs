@@ -110,7 +110,14 @@ impl Tracker {
         self.used.load(Ordering::Acquire)
     }
 
-    /// The most held at once since the tracker was made.
+    /// Starts a new peak from what is held now (a worker's tracker is made
+    /// once and serves query after query: the request-cost experiment reads
+    /// each query's own peak).
+    pub fn reset_peak(&self) {
+        self.peak.store(self.used(), Ordering::Release);
+    }
+
+    /// The most held at once since the tracker was made, or [`Tracker::reset_peak`].
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::Acquire)
     }

@@ -534,6 +534,26 @@ fn partitions(granules: usize) -> usize {
     }
 }
 
+/// What a caller carries onto the threads a query spawns: `capture` runs on
+/// the query's thread before it spawns, `enter` with that value on each
+/// spawned thread before its share of the work. The server sets it to its
+/// per-call allocation tag (`probe::calls`), so that a query's allocations
+/// on its helper threads count for the call that asked; the engine has no
+/// such context of its own and does not depend on the probe (which would
+/// compile it once per allocator build).
+#[derive(Clone, Copy)]
+pub struct ThreadContext {
+    pub capture: fn() -> u64,
+    pub enter: fn(u64),
+}
+
+static THREAD_CONTEXT: std::sync::OnceLock<ThreadContext> = std::sync::OnceLock::new();
+
+/// Sets the [`ThreadContext`] once per process; `false` if one was set.
+pub fn set_thread_context(c: ThreadContext) -> bool {
+    THREAD_CONTEXT.set(c).is_ok()
+}
+
 /// Runs `f` on every chunk, on up to `threads` threads; results in chunk
 /// order, or the first chunk's error. A failing chunk stops the others.
 fn in_parallel<T: Send>(
@@ -563,9 +583,15 @@ fn in_parallel<T: Send>(
     if threads <= 1 {
         work();
     } else {
+        let context = THREAD_CONTEXT.get().map(|c| (c.enter, (c.capture)()));
         std::thread::scope(|s| {
             for _ in 1..threads {
-                s.spawn(work);
+                s.spawn(move || {
+                    if let Some((enter, value)) = context {
+                        enter(value);
+                    }
+                    work()
+                });
             }
             work();
         });

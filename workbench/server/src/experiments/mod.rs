@@ -37,6 +37,7 @@ pub mod fault_soak;
 pub mod heap_growth;
 pub mod io_wakeup;
 pub mod pipeline_depth;
+pub mod request_cost;
 pub mod throughput;
 
 /// Runs `cell`, writing its records to `out`: one arm per experiment the
@@ -52,6 +53,7 @@ pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         E::DatastoreQueries => datastore_queries::run(cell, &cell.params()?, out),
         E::FaultSoak => fault_soak::run(cell, &cell.params()?, out),
         E::ServerHeapGrowth => heap_growth::run(cell, &cell.params()?, out),
+        E::RequestCost => request_cost::run(cell, &cell.params()?, out),
         E::IoWakeup => io_wakeup::run(cell, &cell.params()?, out),
         E::PipelineDepth => pipeline_depth::run(cell, &cell.params()?, out),
         E::Throughput | E::ProfilerCost => throughput::run(cell, &cell.params()?, out),

@@ -75,6 +75,7 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
         | E::IoWakeup
         | E::ServerHeapGrowth
         | E::FaultSoak
+        | E::RequestCost
         | E::Throughput
         | E::ProfilerCost => return None,
     })
