@@ -427,6 +427,7 @@ fn prepare(sh: &Shared, answers: &mut Answers, frame: &[u8], out: &mut Out) -> O
         }
     };
     if method == FINISH {
+        probe::calls::describe(call, crate::costs::FINISH, 0);
         // The bodies go back to the workers (see `Handler::bodies`).
         let held = answers.bytes();
         if let Ok(mut pool) = sh.handler.bodies().lock() {

@@ -21,6 +21,9 @@ pub const INSERT: u16 = 3;
 pub const HEAP_PROFILE: u16 = 4;
 /// A query that is none of the workload's.
 pub const OTHER_QUERY: u16 = 5;
+/// A `finish` frame: the client releasing answers (their frees count for
+/// the calls that made them).
+pub const FINISH: u16 = 6;
 /// Call 0's name: what was allocated outside every call.
 pub const OUTSIDE: &str = "outside-calls";
 /// The workload's queries: this plus their index in [`QUERIES`].
@@ -39,6 +42,7 @@ pub fn kind_name(kind: u16) -> &'static str {
         INSERT => "insert",
         HEAP_PROFILE => "heap-profile",
         OTHER_QUERY => "other-query",
+        FINISH => "finish",
         k if k >= WORKLOAD => QUERIES.get(usize::from(k - WORKLOAD)).map_or("unknown", |q| q.0),
         // A call the server never described (a statement that failed
         // before it ran, a refused frame).

@@ -140,6 +140,13 @@ pub const MACROS: &[Macro] = &[
     m("profilerCostAgg", "profiler-cost", "group-by-category", 4, col::SAMPLING_VS_JEMALLOC),
     m("profilerCostTop", "profiler-cost", "top-20-users", 4, col::SAMPLING_VS_JEMALLOC),
     m("profilerCostAA", "profiler-cost", "group-by-category", 4, col::A_A_JEMALLOC),
+    // What a call costs at four clients, and the memory budget's charge for it.
+    m("requestPeakAgg", "request-cost", "group-by-category", 4, col::CALL_PEAK),
+    m("requestPeakTop", "request-cost", "top-20-users", 4, col::CALL_PEAK),
+    m("requestPeakFilter", "request-cost", "filtered-count", 4, col::CALL_PEAK),
+    m("requestChargeAgg", "request-cost", "group-by-category", 4, col::CHARGE_VS_PEAK),
+    m("requestChargeTop", "request-cost", "top-20-users", 4, col::CHARGE_VS_PEAK),
+    m("requestChargeFilter", "request-cost", "filtered-count", 4, col::CHARGE_VS_PEAK),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is
