@@ -48,7 +48,7 @@ fn table(run: &Run) -> Result<Table> {
             TableCell::from(fmt::bytes(c.held_median)),
             TableCell::from(if c.estimate_median > 0.0 { fmt::bytes(c.estimate_median) } else { dash() }),
             match (c.charge_ratio_median, c.charge_ratio_min) {
-                (Some(m), Some(lo)) => TableCell::ranged(format!("{m:.2}×"), format!("{lo:.2}×"), format!("{m:.2}×")),
+                (Some(m), Some(lo)) => TableCell::from(format!("{m:.2}× (lowest {lo:.2}×)")),
                 _ => TableCell::from(dash()),
             },
             TableCell::from(if c.charge_ratio_median.is_some() {
@@ -110,8 +110,9 @@ fn table(run: &Run) -> Result<Table> {
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     let (calls, _) = data(run)?;
+    // The queries: the calls the budget charges (not pings or finishes).
     let mut kinds: Vec<&str> = Vec::new();
-    for c in &calls {
+    for c in calls.iter().filter(|c| c.estimate_median > 0.0) {
         if !kinds.contains(&c.call_kind.as_str()) {
             kinds.push(&c.call_kind);
         }
@@ -130,16 +131,16 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     if lines.is_empty() {
         return Ok(Vec::new());
     }
-    let (xmin, xmax, _, ymax) = extent(&lines);
+    let (xmin, xmax, ymin, ymax) = extent(&lines);
     let chart = Chart {
         title: format!("Memory a call holds at its peak against clients ({})", run.manifest.run_id),
         x_desc: "clients at once",
-        y_desc: "median call's peak bytes",
+        y_desc: "median call's peak bytes (log)",
         x_log: true,
         x_range: (xmin.max(1.0) / 1.3, xmax * 1.3),
-        y_log_floor: false,
-        y_range: (0.0, ymax * 1.15),
-        x_fmt: &|v| fmt::sig3(*v),
+        y_log_floor: true,
+        y_range: (ymin.max(1.0) / 2.0, ymax * 2.0),
+        x_fmt: &|v| format!("{v:.0}"),
         y_fmt: &|v| fmt::si_bytes(*v),
         x_marks: &[],
     };
