@@ -69,10 +69,10 @@ fn main() -> anyhow::Result<()> {
     let h = Handler::new(datastore::Db::open(&dir)?, Config::default());
     let mut s = Scratch::default();
     let chain_work = |depth: usize| {
-        let mut calls = Queries::one(1, chain::FIRST, Prev::None);
+        let mut calls = Queries::one(1, 1, chain::FIRST, Prev::None);
         for i in 1..depth {
             let prev = Prev::Earlier { index: i - 1, promise: i as u32 };
-            calls.push(i as u32 + 1, chain::STEP, prev);
+            calls.push(i as u32 + 1, i as u64 + 1, chain::STEP, prev);
         }
         Work::Queries(calls)
     };
