@@ -1039,11 +1039,14 @@ class ConnectionScaling:
     EXPERIMENT = "connection-scaling"
     TAG = None
     SCHEMA = {
+        "anon_bytes": pl.UInt64,
         "available": pl.Boolean,
         "codec": pl.String,
         "connections": pl.UInt64,
         "driver_open_files_limit": pl.UInt64,
         "error": pl.String,
+        "file_bytes": pl.UInt64,
+        "heap_bytes": pl.UInt64,
         "jemalloc_active": pl.UInt64,
         "jemalloc_allocated": pl.UInt64,
         "jemalloc_resident": pl.UInt64,
@@ -1060,6 +1063,7 @@ class ConnectionScaling:
         "server_connections": pl.UInt64,
         "server_open_files_limit": pl.UInt64,
         "server_threads": pl.UInt64,
+        "stack_bytes": pl.UInt64,
         "variant": pl.String,
         "version": pl.String,
     }
@@ -1068,6 +1072,9 @@ class ConnectionScaling:
     }
     KINDS = {}
     DEFAULTS = {}
+
+    anon_bytes = pl.col("anon_bytes")
+    """Other anonymous memory: malloc's mmap'd arenas, an allocator's extents."""
 
     available = pl.col("available")
 
@@ -1079,6 +1086,12 @@ class ConnectionScaling:
     driver_open_files_limit = pl.col("driver_open_files_limit")
 
     error = pl.col("error")
+
+    file_bytes = pl.col("file_bytes")
+    """The binary's mappings (text and the rest) and other files'."""
+
+    heap_bytes = pl.col("heap_bytes")
+    """The brk heap."""
 
     jemalloc_active = pl.col("jemalloc_active")
 
@@ -1117,6 +1130,9 @@ class ConnectionScaling:
     server_open_files_limit = pl.col("server_open_files_limit")
 
     server_threads = pl.col("server_threads")
+
+    stack_bytes = pl.col("stack_bytes")
+    """Thread stacks."""
 
     variant = pl.col("variant")
     """The build variant (`dhat`, `jemalloc`, `system`, a build stage)."""

@@ -348,6 +348,9 @@ pub mod connection_scaling {
         pub server_threads: Option<u64>,
         pub server_open_files_limit: Option<u64>,
         pub driver_open_files_limit: Option<u64>,
+        /// Where the resident set lies at this step (`/proc/<pid>/smaps`).
+        #[serde(flatten)]
+        pub anatomy: StepAnatomy,
     }
 
     /// The peer at one step, from `/proc`.
@@ -361,6 +364,28 @@ pub mod connection_scaling {
         pub server_threads: Option<u64>,
         pub server_open_files_limit: Option<u64>,
         pub driver_open_files_limit: Option<u64>,
+        /// Where the resident set lies at this step (`/proc/<pid>/smaps`).
+        #[serde(flatten)]
+        pub anatomy: StepAnatomy,
+    }
+
+    /// The server's resident set at a step, by kind of mapping (`None` in
+    /// runs from before it was read).
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub struct StepAnatomy {
+        /// The brk heap.
+        #[serde(default)]
+        pub heap_bytes: Option<u64>,
+        /// Other anonymous memory: malloc's mmap'd arenas, an allocator's extents.
+        #[serde(default)]
+        pub anon_bytes: Option<u64>,
+        /// Thread stacks.
+        #[serde(default)]
+        pub stack_bytes: Option<u64>,
+        /// The binary's mappings (text and the rest) and other files'.
+        #[serde(default)]
+        pub file_bytes: Option<u64>,
     }
 }
 

@@ -25,6 +25,9 @@ struct Step {
     rss: Option<u64>,
     live: Option<u64>,
     threads: Option<u64>,
+    /// Anonymous memory outside thread stacks (the brk heap and the rest).
+    anon: Option<u64>,
+    stacks: Option<u64>,
 }
 
 /// A run's records, by what they are.
@@ -72,6 +75,8 @@ fn parts(run: &Run) -> Result<Parts> {
                     rss: o.rss_bytes,
                     live: o.live_heap_bytes,
                     threads: o.server_threads,
+                    anon: o.anatomy.heap_bytes.zip(o.anatomy.anon_bytes).map(|(h, a)| h + a),
+                    stacks: o.anatomy.stack_bytes,
                 });
             }
             Record::Theirs(t) => {
@@ -84,6 +89,8 @@ fn parts(run: &Run) -> Result<Parts> {
                     rss: Some(t.rss_bytes),
                     live: None,
                     threads: t.server_threads,
+                    anon: t.anatomy.heap_bytes.zip(t.anatomy.anon_bytes).map(|(h, a)| h + a),
+                    stacks: t.anatomy.stack_bytes,
                 });
             }
         }
@@ -175,6 +182,8 @@ fn table(run: &Run) -> Result<Table> {
         let first = steps.first().copied().unwrap_or(0);
         let rss0 = at(&p, &server, &variant, first, |s| s.rss);
         let live0 = at(&p, &server, &variant, first, |s| s.live);
+        let anon0 = at(&p, &server, &variant, first, |s| s.anon);
+        let stacks0 = at(&p, &server, &variant, first, |s| s.stacks);
         for &n in steps {
             let Some(rss) = at(&p, &server, &variant, n, |s| s.rss) else { continue };
             let live = at(&p, &server, &variant, n, |s| s.live);
@@ -189,6 +198,8 @@ fn table(run: &Run) -> Result<Table> {
                 per(Some(rss), rss0),
                 live.map_or_else(dash, fmt::bytes),
                 per(live, live0),
+                per(at(&p, &server, &variant, n, |s| s.anon), anon0),
+                per(at(&p, &server, &variant, n, |s| s.stacks), stacks0),
                 at(&p, &server, &variant, n, |s| s.threads).map_or_else(dash, fmt::count),
             ];
             // Found by the server and build as recorded (`ours/system`) and the count.
@@ -207,7 +218,8 @@ fn table(run: &Run) -> Result<Table> {
             "Server memory against idle connections: each connection {} and stays open; the load \
              driver is a separate process. RSS from /proc; live heap from the allocator (dhat: exact live bytes; \
              jemalloc: stats.allocated; the system build has none). Medians of {reps} run(s); per-connection \
-             columns are the growth from the first step divided by the connections added.{}",
+             columns are the growth from the first step divided by the connections added; anonymous (heap and other \
+             anonymous mappings) and stacks split that growth by kind of mapping (/proc/<pid>/smaps).{}",
             match &p.our_query {
                 Some(q) => format!("sent {q} once (a one-row table; the same query on both servers) and read the row"),
                 None => "made one ping".into(),
@@ -222,6 +234,8 @@ fn table(run: &Run) -> Result<Table> {
             col::RSS_PER_CONNECTION,
             "Live heap",
             "Live / connection",
+            "Anonymous / connection",
+            "Stacks / connection",
             "Threads",
         ],
         rows,
@@ -269,7 +283,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
 mod tests {
     use super::*;
     use crate::report::fixture::{cell, run, server};
-    use records::server::connection_scaling::{Ours, Theirs};
+    use records::server::connection_scaling::{Ours, StepAnatomy, Theirs};
 
     fn ours(n: u64, rss: u64) -> Record {
         Record::Ours(Ours {
@@ -286,6 +300,13 @@ mod tests {
             server_threads: Some(3),
             server_open_files_limit: None,
             driver_open_files_limit: None,
+            // Half the resident set anonymous, thread stacks fixed.
+            anatomy: StepAnatomy {
+                heap_bytes: Some(rss / 4),
+                anon_bytes: Some(rss / 4),
+                stack_bytes: Some(100_000),
+                file_bytes: Some(rss / 2 - 100_000),
+            },
         })
     }
 
@@ -299,6 +320,7 @@ mod tests {
             server_threads: Some(40),
             server_open_files_limit: None,
             driver_open_files_limit: None,
+            anatomy: StepAnatomy::default(),
         };
         let rows = vec![
             (server("system", 0), ours(10, 1_000_000)),
@@ -309,6 +331,8 @@ mod tests {
         let ours_row = ["datastore-server (system)", "110"];
         assert_eq!(cell(&t, &ours_row, "RSS growth"), fmt::bytes(100_000.0));
         assert_eq!(cell(&t, &ours_row, "RSS / connection"), fmt::bytes(1000.0));
+        assert_eq!(cell(&t, &ours_row, "Anonymous / connection"), fmt::bytes(500.0));
+        assert_eq!(cell(&t, &ours_row, "Stacks / connection"), fmt::bytes(0.0));
         assert_eq!(cell(&t, &["clickhouse-server (Debian; HTTP keep-alive)", "10"], "Threads"), "40");
         assert!(t.caption.contains("sent SELECT x FROM one once"), "{}", t.caption);
     }

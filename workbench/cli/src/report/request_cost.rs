@@ -45,7 +45,9 @@ fn table(run: &Run) -> Result<Table> {
             TableCell::ranged(fmt::sig3(c.allocs_median), fmt::sig3(c.allocs_p99), fmt::thousands(c.allocs_max)),
             TableCell::from(fmt::bytes(c.bytes_median)),
             spread(c.peak_median, c.peak_p99, c.peak_max),
-            TableCell::from(fmt::bytes(c.held_median)),
+            // The largest beside the median: a call that fills a cache
+            // keeps it after it answers, and it is one call of many.
+            TableCell::from(format!("{} (max {})", fmt::bytes(c.held_median), fmt::bytes(c.held_max as f64))),
             TableCell::from(if c.estimate_median > 0.0 { fmt::bytes(c.estimate_median) } else { dash() }),
             match (c.charge_ratio_median, c.charge_ratio_min) {
                 (Some(m), Some(lo)) => TableCell::from(format!("{m:.2}× (lowest {lo:.2}×)")),
@@ -87,7 +89,8 @@ fn table(run: &Run) -> Result<Table> {
         caption: format!(
             "Each call's exact memory cost (dhat build; a free charged to the call that allocated), {} rounds of the \
              three queries per client on {} rows: median (p99–max). Tracker: the query memory budget's peak charge; \
-             ÷ peak: median (lowest); under-charged: below nine tenths of the peak.{accounted}",
+             ÷ peak: median (lowest); under-charged: below nine tenths of the peak. Held after: what the call's own \
+             blocks held once it had answered.{accounted}",
             param("rounds"),
             param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
         ),

@@ -1,7 +1,9 @@
 //! Server memory against idle connections: each connection sends the same
 //! trivial query ([`TRIVIAL`], on a one-row table both servers hold), reads
 //! the answer and stays open; at each step the server reports its RSS, live
-//! heap and (jemalloc build) `stats.allocated/active/resident`.
+//! heap and (jemalloc build) `stats.allocated/active/resident`, and its
+//! resident set is split by kind of mapping (heap, other anonymous, thread
+//! stacks, files: [`probe::smaps`]), for both servers.
 //!
 //! Beside it, in the system build's cell, when `clickhouse` names a
 //! binary: Debian's `clickhouse-server` on the same steps, over HTTP
@@ -13,7 +15,7 @@
 
 use super::{open_files_limit, ping_once, progress, Cell, Records, ServerChild};
 use anyhow::{bail, Context, Result};
-use records::server::connection_scaling::{Failed, Ours, Params, Peer, PeerKind, Theirs};
+use records::server::connection_scaling::{Failed, Ours, Params, Peer, PeerKind, StepAnatomy, Theirs};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -85,6 +87,7 @@ pub fn run(cell: &Cell, params: &Params, out: &mut Records) -> Result<()> {
             server_threads: threads(server.pid()),
             server_open_files_limit: server_fds,
             driver_open_files_limit: Some(fds),
+            anatomy: anatomy(server.pid()),
         })?;
         progress(i + 1, steps.len());
     }
@@ -260,6 +263,7 @@ fn clickhouse(
                 server_threads: threads(child.id()),
                 server_open_files_limit: server_fds,
                 driver_open_files_limit: Some(driver_fds),
+                anatomy: anatomy(child.id()),
             })?;
             progress(i + 1, steps.len());
         }
@@ -269,6 +273,20 @@ fn clickhouse(
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let _ = child.wait();
     result
+}
+
+/// Where a server's resident set lies now, by kind of mapping: what grows
+/// with connections is its heap, other anonymous memory or thread stacks.
+fn anatomy(pid: u32) -> StepAnatomy {
+    match probe::smaps::Anatomy::read(pid) {
+        Some(a) => StepAnatomy {
+            heap_bytes: Some(a.heap),
+            anon_bytes: Some(a.anon),
+            stack_bytes: Some(a.stacks),
+            file_bytes: Some(a.text + a.binary_other + a.files),
+        },
+        None => StepAnatomy::default(),
+    }
 }
 
 /// A free loopback port (bound, then released for the server to take).
