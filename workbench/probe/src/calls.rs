@@ -31,24 +31,16 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use records::server::request_cost::Counts;
+
 /// One call's cost (call 0: everything allocated outside a call).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallCost {
     pub call: u64,
     /// What the caller said the call was ([`describe`]); 0 if it never said.
     pub kind: u16,
-    pub allocs: u64,
-    pub bytes: u64,
-    pub frees: u64,
-    pub bytes_freed: u64,
-    /// The most bytes the call's own blocks held at once.
-    pub peak_bytes: u64,
-    /// Bytes of the call's blocks live when it finished.
-    pub held_bytes: u64,
-    /// Bytes of the call's blocks live now.
-    pub live_bytes: u64,
-    /// The process's own estimate of the call's peak ([`describe`]).
-    pub estimate_bytes: u64,
+    pub counts: Counts,
+    /// Whether it [`finish`]ed.
     pub finished: bool,
 }
 
@@ -162,7 +154,7 @@ pub fn on_alloc(ptr: *mut u8, size: usize) {
         let call = current();
         with_table(|t| {
             t.blocks.insert(ptr as usize, (call, size as u64));
-            let c = t.cost(call);
+            let c = &mut t.cost(call).counts;
             c.allocs += 1;
             c.bytes += size as u64;
             c.live_bytes += size as u64;
@@ -182,7 +174,7 @@ pub fn on_free(ptr: *mut u8) {
     #[cfg(feature = "dhat")]
     with_table(|t| {
         if let Some((call, size)) = t.blocks.remove(&(ptr as usize)) {
-            let c = t.cost(call);
+            let c = &mut t.cost(call).counts;
             c.frees += 1;
             c.bytes_freed += size;
             c.live_bytes -= size;
@@ -203,7 +195,7 @@ pub fn describe(call: u64, kind: u16, estimate: u64) {
     with_table(|t| {
         let c = t.cost(call);
         c.kind = kind;
-        c.estimate_bytes = c.estimate_bytes.max(estimate);
+        c.counts.estimate_bytes = c.counts.estimate_bytes.max(estimate);
     });
     #[cfg(not(feature = "dhat"))]
     let _ = (call, kind, estimate);
@@ -218,7 +210,7 @@ pub fn finish(call: u64) {
     #[cfg(feature = "dhat")]
     with_table(|t| {
         let c = t.cost(call);
-        c.held_bytes = c.live_bytes;
+        c.counts.held_bytes = c.counts.live_bytes;
         c.finished = true;
     });
     #[cfg(not(feature = "dhat"))]

@@ -53,25 +53,29 @@ fn concurrent_calls_are_charged_exactly_and_frees_go_to_the_allocating_call() {
 
     let one = of(&costs, 1);
     // Three of 100 B and the 64 B handed over, plus the vector of three.
-    assert_eq!((one.allocs, one.bytes), (5, 3 * 100 + 64 + 3 * 24), "{one:?}");
-    assert_eq!((one.frees, one.bytes_freed), (5, 3 * 100 + 64 + 3 * 24), "{one:?}");
-    assert_eq!((one.live_bytes, one.kind, one.estimate_bytes), (0, 7, 250));
-    assert_eq!(one.peak_bytes, 3 * 100 + 64 + 3 * 24);
-    assert!(one.held_bytes >= 3 * 100, "held at finish: {one:?}");
+    assert_eq!((one.counts.allocs, one.counts.bytes), (5, 3 * 100 + 64 + 3 * 24), "{one:?}");
+    assert_eq!((one.counts.frees, one.counts.bytes_freed), (5, 3 * 100 + 64 + 3 * 24), "{one:?}");
+    assert_eq!((one.counts.live_bytes, one.kind, one.counts.estimate_bytes), (0, 7, 250));
+    assert_eq!(one.counts.peak_bytes, 3 * 100 + 64 + 3 * 24);
+    assert!(one.counts.held_bytes >= 3 * 100, "held at finish: {one:?}");
     let two = of(&costs, 2);
     // Its own five blocks of 10 B, one at a time; the freed 64 B is not its.
-    assert_eq!((two.allocs, two.bytes, two.frees, two.bytes_freed), (5, 50, 5, 50), "{two:?}");
-    assert_eq!((two.peak_bytes, two.held_bytes, two.kind), (10, 0, 8));
+    assert_eq!(
+        (two.counts.allocs, two.counts.bytes, two.counts.frees, two.counts.bytes_freed),
+        (5, 50, 5, 50),
+        "{two:?}"
+    );
+    assert_eq!((two.counts.peak_bytes, two.counts.held_bytes, two.kind), (10, 0, 8));
 
     // Everything dhat counted is some call's, or call 0's (thread start-up).
     let total = t1.since(&t0);
-    assert_eq!(costs.iter().map(|c| c.allocs).sum::<u64>(), total.allocs.unwrap(), "{costs:?}");
-    assert_eq!(costs.iter().map(|c| c.bytes).sum::<u64>(), total.bytes_allocated.unwrap(), "{costs:?}");
-    assert!(costs.iter().any(|c| c.call == 0 && c.allocs > 0), "spawning threads allocates outside a call");
+    assert_eq!(costs.iter().map(|c| c.counts.allocs).sum::<u64>(), total.allocs.unwrap(), "{costs:?}");
+    assert_eq!(costs.iter().map(|c| c.counts.bytes).sum::<u64>(), total.bytes_allocated.unwrap(), "{costs:?}");
+    assert!(costs.iter().any(|c| c.call == 0 && c.counts.allocs > 0), "spawning threads allocates outside a call");
 
     // Recording off, nothing more is charged.
     calls::record(false);
     let _call = calls::tag(1);
     black_box(Vec::<u8>::with_capacity(1000));
-    assert_eq!(of(&calls::drain(), 1).allocs, 5);
+    assert_eq!(of(&calls::drain(), 1).counts.allocs, 5);
 }

@@ -657,6 +657,18 @@ pub mod request_cost {
         pub call: u64,
         /// The workload query's name, or the method's (`ping`, `insert`, …).
         pub kind: String,
+        #[serde(flatten)]
+        pub counts: Counts,
+        /// Whether it answered.
+        pub finished: bool,
+    }
+
+    /// What one call's own blocks did, counted exactly: the dhat build's
+    /// per-call table (`probe::calls`) holds these, and the file has them.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct Counts {
+        /// Allocations as dhat counts them (a `realloc` is one, of its new
+        /// size; the old block is a free).
         pub allocs: u64,
         pub bytes: u64,
         pub frees: u64,
@@ -665,11 +677,11 @@ pub mod request_cost {
         pub peak_bytes: u64,
         /// Bytes its blocks held when it had answered (its stored answer).
         pub held_bytes: u64,
-        /// Bytes its blocks hold at the end.
+        /// Bytes its blocks hold now (at the end, in the file).
         pub live_bytes: u64,
-        /// The query memory tracker's peak charge for it (0: none).
+        /// The process's own estimate of its peak: the query memory
+        /// tracker's charge (0: none).
         pub estimate_bytes: u64,
-        pub finished: bool,
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -70,14 +70,7 @@ pub fn write(path: &Path) -> std::io::Result<usize> {
         let line = CostLine::Call(CallCost {
             call: c.call,
             kind: if c.call == 0 { OUTSIDE } else { kind_name(c.kind) }.to_string(),
-            allocs: c.allocs,
-            bytes: c.bytes,
-            frees: c.frees,
-            bytes_freed: c.bytes_freed,
-            peak_bytes: c.peak_bytes,
-            held_bytes: c.held_bytes,
-            live_bytes: c.live_bytes,
-            estimate_bytes: c.estimate_bytes,
+            counts: c.counts,
             finished: c.finished,
         });
         serde_json::to_writer(&mut out, &line)?;

@@ -113,15 +113,15 @@ pub fn summarise(concurrency: u64, costs: &[CallCost], process: &ProcessTotals) 
             let max = calls.iter().map(|c| f(c)).max().unwrap_or(0);
             (median(&mut v), percentile(&mut v, 99.0), max)
         };
-        let (allocs_median, allocs_p99, allocs_max) = dist(|c| c.allocs);
-        let (bytes_median, bytes_p99, bytes_max) = dist(|c| c.bytes);
-        let (peak_median, peak_p99, peak_max) = dist(|c| c.peak_bytes);
-        let (held_median, _, held_max) = dist(|c| c.held_bytes);
-        let (estimate_median, _, _) = dist(|c| c.estimate_bytes);
+        let (allocs_median, allocs_p99, allocs_max) = dist(|c| c.counts.allocs);
+        let (bytes_median, bytes_p99, bytes_max) = dist(|c| c.counts.bytes);
+        let (peak_median, peak_p99, peak_max) = dist(|c| c.counts.peak_bytes);
+        let (held_median, _, held_max) = dist(|c| c.counts.held_bytes);
+        let (estimate_median, _, _) = dist(|c| c.counts.estimate_bytes);
         let mut ratios: Vec<f64> = calls
             .iter()
-            .filter(|c| c.estimate_bytes > 0 && c.peak_bytes > 0)
-            .map(|c| c.estimate_bytes as f64 / c.peak_bytes as f64)
+            .filter(|c| c.counts.estimate_bytes > 0 && c.counts.peak_bytes > 0)
+            .map(|c| c.counts.estimate_bytes as f64 / c.counts.peak_bytes as f64)
             .collect();
         let under = ratios.iter().filter(|r| **r < UNDER).count() as u64;
         let charged = !ratios.is_empty();
@@ -151,11 +151,11 @@ pub fn summarise(concurrency: u64, costs: &[CallCost], process: &ProcessTotals) 
     out.push(Record::Total(Total {
         concurrency,
         calls: costs.iter().filter(|c| c.call != 0).count() as u64,
-        attributed_allocs: attributed.clone().map(|c| c.allocs).sum(),
-        attributed_bytes: attributed.map(|c| c.bytes).sum(),
-        outside_allocs: outside.map_or(0, |c| c.allocs),
-        outside_bytes: outside.map_or(0, |c| c.bytes),
-        outside_live_bytes: outside.map_or(0, |c| c.live_bytes),
+        attributed_allocs: attributed.clone().map(|c| c.counts.allocs).sum(),
+        attributed_bytes: attributed.map(|c| c.counts.bytes).sum(),
+        outside_allocs: outside.map_or(0, |c| c.counts.allocs),
+        outside_bytes: outside.map_or(0, |c| c.counts.bytes),
+        outside_live_bytes: outside.map_or(0, |c| c.counts.live_bytes),
         process_allocs: process.allocs,
         process_bytes: process.bytes,
     }));
@@ -166,19 +166,22 @@ pub fn summarise(concurrency: u64, costs: &[CallCost], process: &ProcessTotals) 
 mod tests {
     use super::*;
     use crate::costs::OUTSIDE;
+    use records::server::request_cost::Counts;
 
     fn call(call: u64, kind: &str, allocs: u64, peak: u64, estimate: u64) -> CallCost {
         CallCost {
             call,
             kind: kind.into(),
-            allocs,
-            bytes: allocs * 10,
-            frees: allocs,
-            bytes_freed: allocs * 10,
-            peak_bytes: peak,
-            held_bytes: 0,
-            live_bytes: 0,
-            estimate_bytes: estimate,
+            counts: Counts {
+                allocs,
+                bytes: allocs * 10,
+                frees: allocs,
+                bytes_freed: allocs * 10,
+                peak_bytes: peak,
+                held_bytes: 0,
+                live_bytes: 0,
+                estimate_bytes: estimate,
+            },
             finished: true,
         }
     }
