@@ -51,8 +51,9 @@ pub struct Handler {
     mergers: Mutex<HashMap<String, Merger>>,
     bodies: Mutex<BufPool>,
     budget: Budget,
-    /// When the server started: the span a heap profile covers.
-    #[cfg_attr(not(feature = "jemalloc-prof"), allow(dead_code))]
+    /// When the server started: the span a heap profile covers (the
+    /// sampling build only; the others answer no heap profile).
+    #[cfg(feature = "jemalloc-prof")]
     started: Instant,
 }
 
@@ -121,6 +122,7 @@ impl Handler {
             mergers: Mutex::new(HashMap::new()),
             bodies: Mutex::new(BufPool::new(BODIES, BODY_CAPACITY)),
             budget: Budget::new(cfg.answer_budget, Tracker::server(cfg.max_server_memory)),
+            #[cfg(feature = "jemalloc-prof")]
             started: Instant::now(),
             cfg,
         }

@@ -176,12 +176,7 @@ const PAGE: f64 = 4096.0;
 
 /// `median [min, max]` of `f` over `samples`, formatted by `show`.
 fn ranged(samples: &[&Anatomy], f: impl Fn(&Anatomy) -> f64, show: impl Fn(f64) -> String) -> TableCell {
-    let v: Vec<f64> = samples.iter().map(|a| f(a)).collect();
-    match stats_of(&v) {
-        Some((mid, lo, hi)) if v.len() > 1 => TableCell::ranged(show(mid), show(lo), show(hi)),
-        Some((mid, _, _)) => TableCell::from(show(mid)),
-        None => TableCell::from(dash()),
-    }
+    TableCell::spread(&samples.iter().map(|a| f(a)).collect::<Vec<_>>(), show)
 }
 
 fn anatomy_table(run: &Run) -> Result<Table> {

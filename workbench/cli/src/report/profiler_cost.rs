@@ -10,7 +10,7 @@
 use super::{ratio_range, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
-use crate::report::tables::{col, dash, source_of, stats_of, Table, TableCell};
+use crate::report::tables::{col, source_of, stats_of, Table, TableCell};
 use anyhow::Result;
 use records::server::throughput::{HeapProfile, Query, Record};
 use std::collections::BTreeMap;
@@ -43,8 +43,7 @@ fn a_a(plain: &Runs) -> Vec<f64> {
     let reps: Vec<u64> = plain.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let mut out = Vec::new();
     for w in reps.windows(2) {
-        for ((rep, round), x) in plain.iter().filter(|(k, _)| k.0 == w[0]) {
-            debug_assert_eq!(*rep, w[0]);
+        for ((_, round), x) in plain.iter().filter(|(k, _)| k.0 == w[0]) {
             if let Some(y) = plain.get(&(w[1], *round)).filter(|y| **y > 0.0) {
                 out.push(x / y);
             }
@@ -54,12 +53,7 @@ fn a_a(plain: &Runs) -> Vec<f64> {
 }
 
 fn qps_cell(r: &Runs) -> TableCell {
-    let v: Vec<f64> = r.values().copied().collect();
-    match stats_of(&v) {
-        Some((mid, lo, hi)) if v.len() > 1 => TableCell::ranged(fmt::sig3(mid), fmt::sig3(lo), fmt::sig3(hi)),
-        Some((mid, _, _)) => TableCell::from(fmt::sig3(mid)),
-        None => TableCell::from(dash()),
-    }
+    TableCell::spread(&r.values().copied().collect::<Vec<_>>(), fmt::sig3)
 }
 
 fn table(run: &Run) -> Result<Table> {

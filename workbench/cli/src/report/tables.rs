@@ -46,6 +46,16 @@ impl TableCell {
         TableCell { text, range: Some((lo, hi)), key: None }
     }
 
+    /// `median [min, max]` of `values`, each shown by `show`: the median
+    /// alone for one value, a dash for none.
+    pub fn spread(values: &[f64], show: impl Fn(f64) -> String) -> TableCell {
+        match stats_of(values) {
+            Some((mid, lo, hi)) if values.len() > 1 => TableCell::ranged(show(mid), show(lo), show(hi)),
+            Some((mid, _, _)) => TableCell::from(show(mid)),
+            None => TableCell::from(dash()),
+        }
+    }
+
     /// A cell that names its row: shown as `text`, found by `key`.
     pub fn keyed(text: impl Into<String>, key: impl ToString) -> TableCell {
         TableCell { text: text.into(), range: None, key: Some(key.to_string()) }
