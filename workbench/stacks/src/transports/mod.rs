@@ -122,6 +122,21 @@ pub(crate) fn close_local(
     }
 }
 
+/// Builds (and drops) one runtime with I/O on the caller's thread, once per
+/// process. Where tokio's `signal` feature is on (the workspace's build turns
+/// it on for the server), the first runtime built with I/O fills a
+/// process-global table, a watch channel per signal: 64 blocks on Linux,
+/// 22 KB. A client and a server each build their runtime on their own
+/// thread, so which side owned those blocks was a race, and the gate saw
+/// them move between the sides from run to run. Built here, before either
+/// side starts, they belong to neither and are the same every run.
+fn warm_runtime_globals() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let _ = tokio::runtime::Builder::new_current_thread().enable_io().build();
+    });
+}
+
 /// Something generic over the transport type, run for a transport named at run time.
 pub trait WithTransport {
     type Out;
@@ -131,6 +146,7 @@ pub trait WithTransport {
 /// Runs `f` with the transport `id`.
 pub fn run_with<F: WithTransport>(id: registry::Transport, f: F) -> F::Out {
     use registry::Transport as T;
+    warm_runtime_globals();
     match id {
         T::RawTcp => f.run::<raw_tcp::RawTcp>(),
         T::ZapRpc => f.run::<zap_rpc::ZapRpc>(),
