@@ -212,10 +212,12 @@ pub struct RoundTrip {
     pub server_allocs: Option<u64>,
     pub server_bytes: Option<u64>,
     pub other_allocs: Option<u64>,
-    /// How many consecutive round trips this record stands for, each with
-    /// these counts: transport-alloc writes a run of equal round trips as
-    /// one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
-    /// mean and sum of its counts weighs by this). 1 when absent.
+    /// How many round trips this record stands for, each with these
+    /// counts: transport-alloc writes a run of consecutive equal round trips
+    /// as one record ([`RoundTrip::runs`]; `ns` is then their mean), the
+    /// latency experiments the round trips of one latency
+    /// ([`RoundTrip::latencies`]). Every mean, sum and percentile weighs by
+    /// it. 1 when absent.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     // What a record without it stands for, in the schema too (schemars
     // leaves out a default that `skip_serializing_if` would skip).
@@ -262,6 +264,46 @@ impl RoundTrip {
             }
         }
         out
+    }
+}
+
+/// Significant bits a latency keeps in [`RoundTrip::latencies`]: within
+/// 1/2048 of the measured value, the resolution of an HdrHistogram at three
+/// significant figures (what the percentile plot draws with), finer than
+/// the three digits a table prints.
+pub const LATENCY_BITS: u32 = 11;
+
+/// `ns` to [`LATENCY_BITS`] significant bits: the middle of its bucket, so
+/// that rounding does not bias a mean (values below 2^11 ns are exact).
+pub fn latency_bucket(ns: u64) -> u64 {
+    let shift = (64 - ns.leading_zeros()).saturating_sub(LATENCY_BITS);
+    if shift == 0 {
+        return ns;
+    }
+    ((ns >> shift) << shift) + (1 << (shift - 1))
+}
+
+impl RoundTrip {
+    /// `rows` as a histogram: one record per distinct latency (to
+    /// [`LATENCY_BITS`], service time too) and counts, `repeat` = how many
+    /// round trips had it, `msg` the first of them; sorted by latency. The
+    /// latency experiments read distributions (percentiles, the spectrum)
+    /// and nothing of the order: a full run's 2.2 million rows of
+    /// latencies, 5 MB of Parquet a dataset, become ~60,000. `workbench
+    /// compare` then compares repetitions' medians, not batches of one run.
+    pub fn latencies(rows: Vec<RoundTrip>) -> Vec<RoundTrip> {
+        let mut by: std::collections::BTreeMap<_, RoundTrip> = std::collections::BTreeMap::new();
+        for r in rows {
+            let (ns, service_ns) = (latency_bucket(r.ns), r.service_ns.map(latency_bucket));
+            let counts = (r.allocs, r.bytes, r.client_allocs, r.client_bytes, r.server_allocs, r.server_bytes);
+            by.entry((ns, service_ns, counts, r.other_allocs))
+                .and_modify(|e| {
+                    e.repeat += r.repeat;
+                    e.msg = e.msg.min(r.msg);
+                })
+                .or_insert(RoundTrip { ns, service_ns, ..r });
+        }
+        by.into_values().collect()
     }
 }
 
@@ -336,5 +378,32 @@ mod tests {
         assert!(!one.contains("repeat"), "{one}");
         assert_eq!(serde_json::from_str::<RoundTrip>(&one).unwrap().repeat, 1);
         assert!(serde_json::to_string(&runs[0]).unwrap().contains("\"repeat\":3"));
+    }
+
+    #[test]
+    fn a_latency_keeps_eleven_significant_bits_from_the_middle_of_its_bucket() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(2047), 2047);
+        // 2^11..2^12 in steps of 2: 2048 and 2049 share [2048, 2050), middle 2049.
+        assert_eq!((latency_bucket(2048), latency_bucket(2049), latency_bucket(2050)), (2049, 2049, 2051));
+        for ns in [3_000u64, 41_234, 999_999, 12_345_678_901] {
+            let b = latency_bucket(ns);
+            assert!(b.abs_diff(ns) as f64 <= ns as f64 / 2048.0, "{ns} → {b}");
+        }
+    }
+
+    #[test]
+    fn a_histogram_of_latencies_keeps_every_round_trip_and_its_counts() {
+        let rows = vec![rt(0, 5, 40_000), rt(1, 5, 40_010), rt(2, 7, 40_000), rt(3, 5, 90_000), rt(4, 5, 40_001)];
+        let h = RoundTrip::latencies(rows.clone());
+        // 40,000, 40,001 and 40,010 share a bucket (32 ns wide there); the one with 7 allocations stands apart.
+        assert_eq!(
+            h.iter().map(|r| (r.msg, r.repeat, r.allocs)).collect::<Vec<_>>(),
+            [(0, 3, Some(5)), (2, 1, Some(7)), (3, 1, Some(5))]
+        );
+        assert_eq!(h.iter().map(|r| r.repeat).sum::<u64>(), rows.len() as u64);
+        let weighted: u64 = h.iter().map(|r| r.allocs.unwrap() * r.repeat).sum();
+        assert_eq!(weighted, rows.iter().map(|r| r.allocs.unwrap()).sum::<u64>());
+        assert!(h.windows(2).all(|w| w[0].ns <= w[1].ns));
     }
 }

@@ -372,7 +372,7 @@ pub fn load(dir: &Path) -> Result<Run> {
     let manifest = crate::data::dataset::load_run_manifest(dir)?;
     let (keys, c) = columns_of(&manifest.experiment)?;
     let mut columns: Vec<&str> = keys.iter().chain(c.counts).chain(c.times).copied().collect();
-    columns.push(records::columns::REPEAT);
+    columns.extend([records::columns::REPEAT, records::columns::REP]);
     if !columns.contains(&records::columns::VARIANT) {
         columns.push(records::columns::VARIANT);
     }
@@ -440,6 +440,10 @@ fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<
         (0..firsts.len()).map(|j| crate::spec::variants::counts_exactly(&get(records::columns::VARIANT, j))).collect();
     // A record that stands for several identical ones (`repeat`) counts as many.
     let repeat = crate::report::tables::repeats(df)?;
+    let reps: Vec<u64> = match df.column(records::columns::REP) {
+        Ok(c) => c.cast(&DataType::UInt64)?.u64()?.iter().map(|r| r.unwrap_or(0)).collect(),
+        Err(_) => vec![0; height],
+    };
     let mut sums: Vec<Vec<(u128, usize)>> = Vec::new();
     for c in cols.counts.iter().filter(|c| has(c)) {
         let mut per_cell = vec![(0u128, 0usize); firsts.len()];
@@ -454,14 +458,14 @@ fn cells(df: &DataFrame, key_names: &[&str], cols: &records::Columns) -> Result<
     }
     let mut samples: Vec<Vec<Vec<f64>>> = Vec::new();
     for c in cols.times.iter().filter(|c| has(c)) {
-        let mut per_cell = vec![Vec::new(); firsts.len()];
+        let mut per_cell: Vec<Vec<Timing>> = vec![Vec::new(); firsts.len()];
         let v = df.column(c)?.cast(&DataType::Float64)?;
-        for (x, &cell) in v.f64()?.iter().zip(&cell_of_row) {
+        for (((x, &cell), &repeat), &rep) in v.f64()?.iter().zip(&cell_of_row).zip(&repeat).zip(&reps) {
             if let (Some(x), false) = (x, dhat[cell as usize]) {
-                per_cell[cell as usize].push(x);
+                per_cell[cell as usize].push(Timing { x, repeat, rep });
             }
         }
-        samples.push(per_cell);
+        samples.push(per_cell.into_iter().map(timing_samples).collect());
     }
     for j in 0..firsts.len() {
         let label = keys
@@ -530,6 +534,43 @@ pub fn batch_medians(v: &[f64], k: usize) -> Vec<f64> {
         return v.to_vec();
     }
     (0..k).map(|i| Summary::of(&v[i * v.len() / k..(i + 1) * v.len() / k]).median).collect()
+}
+
+/// One timing record of a cell.
+#[derive(Clone, Copy)]
+struct Timing {
+    x: f64,
+    /// How many timings it stands for.
+    repeat: u64,
+    rep: u64,
+}
+
+/// A cell's timings as samples: each in the order measured, or, where its
+/// records are a histogram (a record stands for `repeat` timings, sorted by
+/// value: the latency experiments), each repetition's median, so that
+/// repetitions, not slices of a sorted distribution, are what is compared.
+fn timing_samples(cell: Vec<Timing>) -> Vec<f64> {
+    if cell.iter().all(|t| t.repeat <= 1) {
+        return cell.into_iter().map(|t| t.x).collect();
+    }
+    let mut by_rep: BTreeMap<u64, Vec<(f64, u64)>> = BTreeMap::new();
+    for t in cell {
+        by_rep.entry(t.rep).or_default().push((t.x, t.repeat));
+    }
+    by_rep.into_values().filter_map(weighted_median).collect()
+}
+
+/// The lower median of values each standing for `k` samples.
+fn weighted_median(mut v: Vec<(f64, u64)>) -> Option<f64> {
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = v.iter().map(|&(_, k)| k).sum::<u64>().div_ceil(2);
+    let mut seen = 0;
+    v.into_iter()
+        .find(|&(_, k)| {
+            seen += k;
+            seen >= half
+        })
+        .map(|(x, _)| x)
 }
 
 /// The runs to compare: two paths, or an experiment name (its latest two
@@ -727,6 +768,18 @@ mod tests {
         let mut b = run("b", &[1], &[1.0]);
         b.manifest.experiment = "other".into();
         assert!(compare(&a, &b, 0.05).unwrap_err().to_string().contains("one experiment"));
+    }
+
+    #[test]
+    fn a_histogram_of_timings_is_compared_by_its_repetitions_medians() {
+        let t = |x, repeat, rep| Timing { x, repeat, rep };
+        // Repetition 0: 10 at 1.0, 1 at 9.0 (median 1.0); repetition 1: 2 at 2.0, 5 at 3.0 (median 3.0).
+        let cell = vec![t(1.0, 10, 0), t(9.0, 1, 0), t(2.0, 2, 1), t(3.0, 5, 1)];
+        assert_eq!(timing_samples(cell), [1.0, 3.0]);
+        // Records of one timing each keep their order, whatever their repetition.
+        assert_eq!(timing_samples(vec![t(5.0, 1, 1), t(4.0, 1, 0)]), [5.0, 4.0]);
+        assert_eq!(weighted_median(vec![(1.0, 1), (2.0, 1)]), Some(1.0));
+        assert_eq!(weighted_median(vec![]), None);
     }
 
     #[test]

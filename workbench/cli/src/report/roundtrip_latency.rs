@@ -94,7 +94,10 @@ impl<'a> Latencies<'a> {
         let mut m: HashMap<(&str, u64), Vec<f64>> = HashMap::new();
         for r in run.each::<RoundTrip>() {
             let r = r?;
-            m.entry((r.cell.codec.unwrap_or(""), r.cell.payload())).or_default().push(r.record.ns as f64 / 1e3);
+            let us = r.record.ns as f64 / 1e3;
+            m.entry((r.cell.codec.unwrap_or(""), r.cell.payload()))
+                .or_default()
+                .extend(std::iter::repeat_n(us, r.record.repeat as usize));
         }
         for v in m.values_mut() {
             v.sort_by(f64::total_cmp);
@@ -300,6 +303,37 @@ mod tests {
         assert_eq!(cell(&t, &key, "× floor"), format!("{}×", fmt::sig3(4.0)));
         assert_eq!(cell(&t, &key, "above floor (µs)"), fmt::sig3(30.0));
         assert_eq!(cell(&t, &key, "max"), fmt::sig3(50.0));
+    }
+
+    #[test]
+    fn a_record_of_a_histogram_counts_as_many_round_trips_as_it_stands_for() {
+        let trip = |ns, repeat| RoundTrip {
+            msg: 0,
+            allocs: None,
+            bytes: None,
+            ns,
+            service_ns: None,
+            client_allocs: None,
+            client_bytes: None,
+            server_allocs: None,
+            server_bytes: None,
+            other_allocs: None,
+            repeat,
+        };
+        // 98 round trips at 10 µs and 2 at 1 ms: p50 10 µs, p99 1 ms, n 100.
+        let rows = vec![
+            (subject("grpc", 0, "jemalloc", 0), trip(10_000, 98)),
+            (subject("grpc", 0, "jemalloc", 0), trip(1_000_000, 2)),
+            (subject("raw-tcp", 0, "jemalloc", 0), trip(5_000, 7)),
+        ];
+        let t =
+            roundtrip_latency(&run("roundtrip-latency", None, &rows), registry::Experiment::RoundtripLatency.name())
+                .unwrap();
+        let key = [display_name("grpc"), fmt::bytes(0.0)];
+        let key: Vec<&str> = key.iter().map(String::as_str).collect();
+        assert_eq!(cell(&t, &key, "n"), "100");
+        assert_eq!(cell(&t, &key, "p50"), fmt::sig3(10.0));
+        assert_eq!(cell(&t, &key, "p99"), fmt::sig3(1000.0));
     }
 
     #[test]

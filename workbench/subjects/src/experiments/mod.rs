@@ -65,9 +65,9 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
         E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
         E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed, Rows::Runs)),
         E::TransportHeapGrowth => Transports(T::HeapGrowth),
-        E::RoundtripLatency => Transports(T::RoundTrip(Loop::Closed, Rows::Each)),
-        E::RoundtripLatencyAwake => Transports(T::RoundTrip(Loop::Awake, Rows::Each)),
-        E::RoundtripLatencyOpen => Transports(T::RoundTrip(Loop::Open, Rows::Each)),
+        E::RoundtripLatency => Transports(T::RoundTrip(Loop::Closed, Rows::Latencies)),
+        E::RoundtripLatencyAwake => Transports(T::RoundTrip(Loop::Awake, Rows::Latencies)),
+        E::RoundtripLatencyOpen => Transports(T::RoundTrip(Loop::Open, Rows::Latencies)),
         E::DatastoreQueries
         | E::BuildStages
         | E::ConnectionScaling

@@ -114,8 +114,10 @@ impl Drop for Awake {
 /// Which records a loop writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rows {
-    /// One a round trip (the latency experiments: every latency counts).
-    Each,
+    /// One a distinct latency, with how many round trips had it
+    /// ([`RoundTrip::latencies`]): the latency experiments, which read
+    /// distributions, every round trip counted.
+    Latencies,
     /// One a run of consecutive round trips with equal counts
     /// ([`RoundTrip::runs`]): transport-alloc, whose table, gate and
     /// comparison read counts, and whose dataset would otherwise hold a
@@ -182,7 +184,7 @@ pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop, written: Rows) -> Result<()> 
     drop(t);
     // After the loop: the coalescing allocates nothing inside the measurement.
     let rows = match written {
-        Rows::Each => rows,
+        Rows::Latencies => RoundTrip::latencies(rows),
         Rows::Runs => RoundTrip::runs(rows),
     };
     for rec in rows {
