@@ -285,25 +285,33 @@ pub fn latency_bucket(ns: u64) -> u64 {
 
 impl RoundTrip {
     /// `rows` as a histogram: one record per distinct latency (to
-    /// [`LATENCY_BITS`], service time too) and counts, `repeat` = how many
-    /// round trips had it, `msg` the first of them; sorted by latency. The
+    /// [`LATENCY_BITS`]) and counts, `repeat` = how many round trips had it,
+    /// `msg` the first of them, `service_ns` their mean (kept jointly, the
+    /// open loop's pairs would hardly repeat); sorted by latency. The
     /// latency experiments read distributions (percentiles, the spectrum)
     /// and nothing of the order: a full run's 2.2 million rows of
     /// latencies, 5 MB of Parquet a dataset, become ~60,000. `workbench
     /// compare` then compares repetitions' medians, not batches of one run.
     pub fn latencies(rows: Vec<RoundTrip>) -> Vec<RoundTrip> {
-        let mut by: std::collections::BTreeMap<_, RoundTrip> = std::collections::BTreeMap::new();
+        let mut by: std::collections::BTreeMap<_, (RoundTrip, u128)> = std::collections::BTreeMap::new();
         for r in rows {
-            let (ns, service_ns) = (latency_bucket(r.ns), r.service_ns.map(latency_bucket));
+            let ns = latency_bucket(r.ns);
             let counts = (r.allocs, r.bytes, r.client_allocs, r.client_bytes, r.server_allocs, r.server_bytes);
-            by.entry((ns, service_ns, counts, r.other_allocs))
-                .and_modify(|e| {
+            let service = u128::from(r.service_ns.unwrap_or(0)) * u128::from(r.repeat);
+            by.entry((ns, counts, r.other_allocs))
+                .and_modify(|(e, sum)| {
                     e.repeat += r.repeat;
                     e.msg = e.msg.min(r.msg);
+                    *sum += service;
                 })
-                .or_insert(RoundTrip { ns, service_ns, ..r });
+                .or_insert((RoundTrip { ns, ..r }, service));
         }
-        by.into_values().collect()
+        by.into_values()
+            .map(|(mut r, sum)| {
+                r.service_ns = r.service_ns.map(|_| (sum / u128::from(r.repeat)) as u64);
+                r
+            })
+            .collect()
     }
 }
 
@@ -405,5 +413,8 @@ mod tests {
         let weighted: u64 = h.iter().map(|r| r.allocs.unwrap() * r.repeat).sum();
         assert_eq!(weighted, rows.iter().map(|r| r.allocs.unwrap()).sum::<u64>());
         assert!(h.windows(2).all(|w| w[0].ns <= w[1].ns));
+        let mut open = rt(0, 5, 40_000);
+        open.service_ns = Some(30);
+        assert_eq!(RoundTrip::latencies(vec![rt(1, 5, 40_000), open])[0].service_ns, Some(15));
     }
 }
