@@ -325,10 +325,12 @@ class TransportAlloc:
     """The repetition of the cell (0-based)."""
 
     repeat = pl.col("repeat")
-    """How many consecutive round trips this record stands for, each with
-    these counts: transport-alloc writes a run of equal round trips as
-    one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
-    mean and sum of its counts weighs by this). 1 when absent.
+    """How many round trips this record stands for, each with these
+    counts: transport-alloc writes a run of consecutive equal round trips
+    as one record ([`RoundTrip::runs`]; `ns` is then their mean), the
+    latency experiments the round trips of one latency
+    ([`RoundTrip::latencies`]). Every mean, sum and percentile weighs by
+    it. 1 when absent.
     """
 
     server_allocs = pl.col("server_allocs")
@@ -469,10 +471,12 @@ class RoundtripLatency:
     """The repetition of the cell (0-based)."""
 
     repeat = pl.col("repeat")
-    """How many consecutive round trips this record stands for, each with
-    these counts: transport-alloc writes a run of equal round trips as
-    one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
-    mean and sum of its counts weighs by this). 1 when absent.
+    """How many round trips this record stands for, each with these
+    counts: transport-alloc writes a run of consecutive equal round trips
+    as one record ([`RoundTrip::runs`]; `ns` is then their mean), the
+    latency experiments the round trips of one latency
+    ([`RoundTrip::latencies`]). Every mean, sum and percentile weighs by
+    it. 1 when absent.
     """
 
     server_allocs = pl.col("server_allocs")
@@ -545,10 +549,12 @@ class RoundtripLatencyAwake:
     """The repetition of the cell (0-based)."""
 
     repeat = pl.col("repeat")
-    """How many consecutive round trips this record stands for, each with
-    these counts: transport-alloc writes a run of equal round trips as
-    one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
-    mean and sum of its counts weighs by this). 1 when absent.
+    """How many round trips this record stands for, each with these
+    counts: transport-alloc writes a run of consecutive equal round trips
+    as one record ([`RoundTrip::runs`]; `ns` is then their mean), the
+    latency experiments the round trips of one latency
+    ([`RoundTrip::latencies`]). Every mean, sum and percentile weighs by
+    it. 1 when absent.
     """
 
     server_allocs = pl.col("server_allocs")
@@ -621,10 +627,12 @@ class RoundtripLatencyOpen:
     """The repetition of the cell (0-based)."""
 
     repeat = pl.col("repeat")
-    """How many consecutive round trips this record stands for, each with
-    these counts: transport-alloc writes a run of equal round trips as
-    one record ([`RoundTrip::runs`]; `ns` is then their mean, and every
-    mean and sum of its counts weighs by this). 1 when absent.
+    """How many round trips this record stands for, each with these
+    counts: transport-alloc writes a run of consecutive equal round trips
+    as one record ([`RoundTrip::runs`]; `ns` is then their mean), the
+    latency experiments the round trips of one latency
+    ([`RoundTrip::latencies`]). Every mean, sum and percentile weighs by
+    it. 1 when absent.
     """
 
     server_allocs = pl.col("server_allocs")
