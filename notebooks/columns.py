@@ -1387,11 +1387,14 @@ class RequestCost:
     EXPERIMENT = "request-cost"
     TAG = "kind"
     SCHEMA = {
+        "after_live_bytes": pl.UInt64,
         "allocs_max": pl.UInt64,
         "allocs_median": pl.Float64,
         "allocs_p99": pl.Float64,
         "attributed_allocs": pl.UInt64,
         "attributed_bytes": pl.UInt64,
+        "before_live_bytes": pl.UInt64,
+        "busy_peak_bytes": pl.UInt64,
         "bytes_max": pl.UInt64,
         "bytes_median": pl.Float64,
         "bytes_p99": pl.Float64,
@@ -1404,6 +1407,7 @@ class RequestCost:
         "estimate_median": pl.Float64,
         "held_max": pl.UInt64,
         "held_median": pl.Float64,
+        "idle_live_bytes": pl.UInt64,
         "kind": pl.String,
         "outside_allocs": pl.UInt64,
         "outside_bytes": pl.UInt64,
@@ -1419,23 +1423,28 @@ class RequestCost:
         "variant": pl.String,
     }
     VALUES = {
-        "kind": ("calls", "total"),
+        "kind": ("calls", "total", "connections"),
     }
     KINDS = {
+        "after_live_bytes": ("connections",),
         "allocs_max": ("calls",),
         "allocs_median": ("calls",),
         "allocs_p99": ("calls",),
         "attributed_allocs": ("total",),
         "attributed_bytes": ("total",),
+        "before_live_bytes": ("connections",),
+        "busy_peak_bytes": ("connections",),
         "bytes_max": ("calls",),
         "bytes_median": ("calls",),
         "bytes_p99": ("calls",),
         "call_kind": ("calls",),
+        "calls": ("calls", "total"),
         "charge_ratio_median": ("calls",),
         "charge_ratio_min": ("calls",),
         "estimate_median": ("calls",),
         "held_max": ("calls",),
         "held_median": ("calls",),
+        "idle_live_bytes": ("connections",),
         "outside_allocs": ("total",),
         "outside_bytes": ("total",),
         "outside_live_bytes": ("total",),
@@ -1447,6 +1456,9 @@ class RequestCost:
         "under_charged": ("calls",),
     }
     DEFAULTS = {}
+
+    after_live_bytes = pl.col("after_live_bytes")
+    """(Only where kind is connections.)"""
 
     allocs_max = pl.col("allocs_max")
     """(Only where kind is calls.)"""
@@ -1463,6 +1475,14 @@ class RequestCost:
     attributed_bytes = pl.col("attributed_bytes")
     """(Only where kind is total.)"""
 
+    before_live_bytes = pl.col("before_live_bytes")
+    """(Only where kind is connections.)"""
+
+    busy_peak_bytes = pl.col("busy_peak_bytes")
+    """The process's peak live heap since it started (the single client
+    that fetched the expected answers came first, with less in flight). (Only where kind is connections.)
+    """
+
     bytes_max = pl.col("bytes_max")
     """(Only where kind is calls.)"""
 
@@ -1476,6 +1496,7 @@ class RequestCost:
     """The workload query's name, or the method's. (Only where kind is calls.)"""
 
     calls = pl.col("calls")
+    """(Only where kind is calls, total.)"""
 
     charge_ratio_median = pl.col("charge_ratio_median")
     """Per call, the tracker's charge over the call's true peak: median and lowest. (Only where kind is calls.)"""
@@ -1496,6 +1517,9 @@ class RequestCost:
 
     held_median = pl.col("held_median")
     """Bytes a call still held once it had answered. (Only where kind is calls.)"""
+
+    idle_live_bytes = pl.col("idle_live_bytes")
+    """(Only where kind is connections.)"""
 
     kind = pl.col("kind")
 

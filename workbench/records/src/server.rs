@@ -696,6 +696,25 @@ pub mod request_cost {
     pub enum Record {
         Calls(Calls),
         Total(Total),
+        Connections(Connections),
+    }
+
+    /// One client count's connections: the server's exact live heap (its
+    /// `stats` answer, dhat build) before the clients connect, once each has
+    /// connected and pinged (idle), and after their rounds with every
+    /// connection still open and every answer released; and its peak live
+    /// heap, reached while they were busy. Divided by the client count in
+    /// the report.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub struct Connections {
+        pub concurrency: u64,
+        pub before_live_bytes: u64,
+        pub idle_live_bytes: u64,
+        pub after_live_bytes: u64,
+        /// The process's peak live heap since it started (the single client
+        /// that fetched the expected answers came first, with less in flight).
+        pub busy_peak_bytes: u64,
     }
 
     /// One kind of call at one client count: its cost as a distribution

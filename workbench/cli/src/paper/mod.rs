@@ -151,6 +151,9 @@ pub const MACROS: &[Macro] = &[
     m("requestChargeAgg", "request-cost", "group-by-category", 4, col::CHARGE_VS_PEAK),
     m("requestChargeTop", "request-cost", "top-20-users", 4, col::CHARGE_VS_PEAK),
     m("requestChargeFilter", "request-cost", "filtered-count", 4, col::CHARGE_VS_PEAK),
+    m("requestConnIdle", "request-cost", crate::report::request_cost::PER_CONNECTION, 4, col::CALL_BYTES),
+    m("requestConnPeak", "request-cost", crate::report::request_cost::PER_CONNECTION, 4, col::CALL_PEAK),
+    m("requestConnAfter", "request-cost", crate::report::request_cost::PER_CONNECTION, 4, col::HELD_AFTER),
 ];
 
 /// The tables the paper shows: per name, the full-scale table if there is

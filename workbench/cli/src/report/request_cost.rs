@@ -13,20 +13,40 @@ use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{col, dash, source_of, Table, TableCell};
 use anyhow::Result;
-use records::server::request_cost::{Calls, Record, Total};
+use records::server::request_cost::{Calls, Connections, Record, Total};
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::RequestCost, table, Some(figure));
 
-fn data(run: &Run) -> Result<(Vec<Calls>, Vec<Total>)> {
-    let (mut calls, mut totals) = (Vec::new(), Vec::new());
+/// The key of the rows that hold a connection's share of the live heap.
+pub const PER_CONNECTION: &str = "per-connection";
+
+struct Data {
+    calls: Vec<Calls>,
+    totals: Vec<Total>,
+    connections: Vec<Connections>,
+}
+
+fn data(run: &Run) -> Result<Data> {
+    let mut d = Data { calls: Vec::new(), totals: Vec::new(), connections: Vec::new() };
     for r in run.each::<Record>() {
         match r?.record {
-            Record::Calls(c) => calls.push(c),
-            Record::Total(t) => totals.push(t),
+            Record::Calls(c) => d.calls.push(c),
+            Record::Total(t) => d.totals.push(t),
+            Record::Connections(c) => d.connections.push(c),
         }
     }
-    Ok((calls, totals))
+    Ok(d)
+}
+
+/// A connection's share of a live-heap difference (signed: a heap can shrink).
+fn per_connection(after: u64, before: u64, clients: u64) -> String {
+    let d = (after as f64 - before as f64) / clients.max(1) as f64;
+    if d < 0.0 {
+        format!("−{}", fmt::bytes(-d))
+    } else {
+        fmt::bytes(d)
+    }
 }
 
 /// `median (p99–max)` of a byte distribution.
@@ -35,7 +55,7 @@ fn spread(median: f64, p99: f64, max: u64) -> TableCell {
 }
 
 fn table(run: &Run) -> Result<Table> {
-    let (calls, totals) = data(run)?;
+    let Data { calls, totals, connections } = data(run)?;
     let mut rows = Vec::new();
     for c in &calls {
         rows.push(vec![
@@ -58,6 +78,21 @@ fn table(run: &Run) -> Result<Table> {
             } else {
                 dash()
             }),
+        ]);
+    }
+    for c in &connections {
+        let none = || TableCell::from(dash());
+        rows.push(vec![
+            TableCell::keyed("per connection".to_string(), PER_CONNECTION),
+            TableCell::keyed(c.concurrency.to_string(), c.concurrency),
+            none(),
+            none(),
+            TableCell::from(per_connection(c.idle_live_bytes, c.before_live_bytes, c.concurrency)),
+            TableCell::from(per_connection(c.busy_peak_bytes, c.before_live_bytes, c.concurrency)),
+            TableCell::from(per_connection(c.after_live_bytes, c.before_live_bytes, c.concurrency)),
+            none(),
+            none(),
+            none(),
         ]);
     }
     let exact = totals.iter().all(|t| t.attributed_allocs + t.outside_allocs == t.process_allocs);
@@ -90,7 +125,9 @@ fn table(run: &Run) -> Result<Table> {
             "Each call's exact memory cost (dhat build; a free charged to the call that allocated), {} rounds of the \
              three queries per client on {} rows: median (p99–max). Tracker: the query memory budget's peak charge; \
              ÷ peak: median (lowest); under-charged: below nine tenths of the peak. Held after: what the call's own \
-             blocks held once it had answered.{accounted}",
+             blocks held once it had answered. Per connection: the server's live heap over its own before the clients \
+             connected, divided by them: idle (Bytes), at the process's peak (Peak), after the rounds (Held after).\
+             {accounted}",
             param("rounds"),
             param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
         ),
@@ -99,9 +136,9 @@ fn table(run: &Run) -> Result<Table> {
             "Clients",
             "Calls",
             "Allocs",
-            "Bytes",
+            col::CALL_BYTES,
             col::CALL_PEAK,
-            "Held after",
+            col::HELD_AFTER,
             "Tracker",
             col::CHARGE_VS_PEAK,
             "Under-charged",
@@ -112,7 +149,7 @@ fn table(run: &Run) -> Result<Table> {
 }
 
 fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
-    let (calls, _) = data(run)?;
+    let calls = data(run)?.calls;
     // The queries: the calls the budget charges (not pings or finishes).
     let mut kinds: Vec<&str> = Vec::new();
     for c in calls.iter().filter(|c| c.estimate_median > 0.0) {

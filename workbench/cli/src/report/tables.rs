@@ -100,6 +100,8 @@ pub mod col {
     pub const SAMPLING_VS_JEMALLOC: &str = "Sampling ÷ jemalloc";
     pub const A_A_JEMALLOC: &str = "A/A: jemalloc ÷ jemalloc";
     pub const CALL_PEAK: &str = "Peak";
+    pub const CALL_BYTES: &str = "Bytes";
+    pub const HELD_AFTER: &str = "Held after";
     pub const ANON_PER_CONNECTION: &str = "Anonymous / connection";
     pub const STACKS_PER_CONNECTION: &str = "Stacks / connection";
     pub const CHARGE_VS_PEAK: &str = "Tracker ÷ peak";

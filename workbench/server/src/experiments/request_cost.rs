@@ -10,13 +10,14 @@
 //! Records ([`records::server::request_cost`]): per client count and kind
 //! of call, the distribution of allocations, bytes, peak and held bytes
 //! over its calls, the tracker's charge against the peak; per client count,
-//! the calls and call 0 against dhat's process totals.
+//! the calls and call 0 against dhat's process totals, and the server's
+//! live heap with the clients connected and idle, and after their rounds.
 
 use super::{median, percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload::{self, QUERIES};
 use anyhow::{bail, Context, Result};
-use records::server::request_cost::{CallCost, Calls, CostLine, Params, ProcessTotals, Record, Total};
+use records::server::request_cost::{CallCost, Calls, Connections, CostLine, Params, ProcessTotals, Record, Total};
 use std::collections::BTreeMap;
 
 /// A tracker's charge this far under a call's true peak counts as under-charged.
@@ -44,34 +45,69 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
             _ => dir.join(format!("server-{c}.dhat.json")),
         };
         let server = ServerChild::spawn(&data, Some(&trace), &["--call-costs", &file.display().to_string()])?;
-        let expected: Vec<Rows> = {
-            let mut client = Client::connect(server.addr)?;
-            QUERIES.iter().map(|(_, sql)| client.execute(sql)).collect::<Result<_, _>>()?
-        };
-        std::thread::scope(|s| -> Result<()> {
+        // The control connection: fetches the expected answers, then reads
+        // the server's live heap around the clients' phases.
+        let mut control = Client::connect(server.addr)?;
+        let expected: Vec<Rows> = QUERIES.iter().map(|(_, sql)| control.execute(sql)).collect::<Result<_, _>>()?;
+        let live = |control: &mut Client| -> Result<records::server::Stats> { server.stats(control) };
+        let before = live(&mut control)?;
+        // Every client and this thread meet after connecting (idle) and
+        // after the rounds (connections still open), so the snapshots see
+        // all c connections in the same state. A client that fails still
+        // meets the others, so none waits for ever.
+        let phase = std::sync::Barrier::new(c + 1);
+        let (idle, after) = std::thread::scope(|s| -> Result<_> {
             let clients: Vec<_> = (0..c)
                 .map(|_| {
-                    let expected = &expected;
+                    let (expected, phase) = (&expected, &phase);
                     s.spawn(move || -> Result<()> {
-                        let mut client = Client::connect(server.addr)?;
-                        for _ in 0..p.rounds {
-                            for ((name, sql), want) in QUERIES.iter().zip(expected) {
-                                let got = client.execute(sql)?;
-                                if got != *want {
-                                    bail!("{name}: an answer differs from the first one");
+                        let connected = Client::connect(server.addr).map_err(anyhow::Error::from).and_then(|mut c| {
+                            settle(&mut c)?;
+                            Ok(c)
+                        });
+                        phase.wait();
+                        phase.wait();
+                        let result = connected.and_then(|mut client| {
+                            for _ in 0..p.rounds {
+                                for ((name, sql), want) in QUERIES.iter().zip(expected) {
+                                    let got = client.execute(sql)?;
+                                    if got != *want {
+                                        bail!("{name}: an answer differs from the first one");
+                                    }
                                 }
                             }
-                        }
-                        Ok(())
+                            settle(&mut client)?;
+                            Ok(client)
+                        });
+                        phase.wait();
+                        phase.wait();
+                        result.map(drop)
                     })
                 })
                 .collect();
+            phase.wait();
+            let idle = live(&mut control);
+            phase.wait();
+            phase.wait();
+            let after = live(&mut control);
+            phase.wait();
             for h in clients {
                 h.join().map_err(|_| anyhow::anyhow!("a client panicked"))??;
             }
-            Ok(())
+            Ok((idle?, after?))
         })?;
+        drop(control);
         server.stop()?;
+        let heap = |s: &records::server::Stats, what: &str| {
+            s.live_heap_bytes.with_context(|| format!("the server's stats {what} hold no live heap (dhat build?)"))
+        };
+        out.emit(&Record::Connections(Connections {
+            concurrency: c as u64,
+            before_live_bytes: heap(&before, "before the clients")?,
+            idle_live_bytes: heap(&idle, "with the clients idle")?,
+            after_live_bytes: heap(&after, "after the rounds")?,
+            busy_peak_bytes: after.peak_heap_bytes.context("the server's stats hold no peak heap (dhat build?)")?,
+        }))?;
         let (costs, process) = read(&file)?;
         // The first connection's calls (the expected answers) are calls too.
         let summary = summarise(c as u64, &costs, &process);
@@ -82,6 +118,17 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
         progress(done, total);
     }
     Ok(())
+}
+
+/// Sends what the client has queued (its last answer's release) and waits
+/// for a ping's answer, which the server sends after it has read every
+/// frame before it: the connection holds nothing of a call when the
+/// snapshot is taken, bar the ping's own release, in flight.
+fn settle(c: &mut Client) -> Result<()> {
+    let p = c.ping()?;
+    c.wait(p)?;
+    c.finish(p)?;
+    Ok(c.flush()?)
 }
 
 /// The server's file: every call, and the process totals.
