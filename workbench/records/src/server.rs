@@ -641,6 +641,14 @@ pub mod request_cost {
         }
     }
 
+    /// The part of a cell's trace names (`<cell>-kind-<name>.dhat.json`)
+    /// that holds one kind's calls alone, from a server that served nothing
+    /// else; the site draws each against [`BASELINE_KIND`]'s.
+    pub const KIND_PART: &str = "kind-";
+    /// The kind whose server is the others' baseline: the same start, the
+    /// same connection, calls that do no work.
+    pub const BASELINE_KIND: &str = "ping";
+
     /// A line of the server's `--call-costs` file.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     #[serde(tag = "line", rename_all = "lowercase")]

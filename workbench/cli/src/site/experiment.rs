@@ -180,8 +180,9 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
     }
     let versus = super::versus::write(site, &dir, run_dir)?;
     if !versus.is_empty() {
-        body += "<h2 id=\"versus\">Idiom against plain use</h2>\n<p>Each idiom's trace against its plain codec's at \
-                 the same payload, as a differential allocation flame graph.</p>\n<ul>\n";
+        body += "<h2 id=\"versus\">Traces against each other</h2>\n<p>Each idiom's trace against its plain codec's \
+                 at the same payload; each kind of call against pings, from servers that served that kind alone. A \
+                 differential allocation flame graph each.</p>\n<ul>\n";
         for (href, text) in &versus {
             body += &format!("<li>{}</li>\n", link(href, text));
         }

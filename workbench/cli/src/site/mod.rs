@@ -13,6 +13,7 @@
 //! report/<scale>/<dataset>/compare-<run>.html  a run against the one before it
 //! report/<scale>/<dataset>/traces/<cell>.html   top sites, flame graph (<cell>.flame.svg)
 //! report/<scale>/<dataset>/versus/<idiom>-p<N>.html  an idiom against its plain codec: differential flame graph
+//! report/<scale>/<dataset>/versus/kind-<kind>.html  a kind of call against pings (request-cost): differential flame graph
 //! report/<scale>/<dataset>/timelines/<cell>.html  an events file: live bytes over operations, growth, live flame graphs
 //! report/history/<dataset>-<scale>.html every metric of every cell against commits
 //! report/gate.html                      the allocation gate's determinism map and baseline
@@ -25,7 +26,7 @@
 //! - [`experiment`]: a dataset's page; [`traces`]: a trace's page;
 //!   [`compare`]: two runs; [`history`]: runs across commits
 //!   (`workbench history`, `workbench bisect`); [`gate`]: the allocation
-//!   gate's determinism map; [`versus`]: an idiom against its plain codec;
+//!   gate's determinism map; [`versus`]: an idiom against its plain codec, a kind of call against pings;
 //!   [`timeline`]: an events file's heap over the operation index.
 
 pub mod compare;

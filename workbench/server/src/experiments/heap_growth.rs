@@ -46,13 +46,7 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
     for w in &workloads {
         let queries = count(w);
         let every = (queries / samples).max(1);
-        // `<cell>.dhat.json` → `<cell>-<workload>.dhat.json` (and so for the
-        // events build's `.events.json`): one file per server.
-        let trace = cell.trace.as_ref().map(|t| {
-            let name = t.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            let ext = if name.ends_with(".events.json") { ".events.json" } else { ".dhat.json" };
-            t.with_file_name(format!("{}-{w}{ext}", name.trim_end_matches(ext)))
-        });
+        let trace = super::part_trace(cell, w);
         let server = ServerChild::spawn(&data, trace.as_deref(), &[])?;
         let mut c = Client::connect(server.addr)?;
         let mut sample = |c: &mut Client, done: u64| -> Result<()> {

@@ -77,6 +77,18 @@ pub fn work_dir(cell: &Cell) -> Result<&Path> {
     cell.work_dir.as_deref().with_context(|| format!("{}: the cell has no work_dir", cell.experiment))
 }
 
+/// The trace of one server of a cell that starts several (one per
+/// workload, per kind of call): `<cell>.dhat.json` → `<cell>-<part>.dhat.json`
+/// (and so for the events build's `.events.json`), beside the cell's own,
+/// where the runner collects every trace named for the cell.
+pub fn part_trace(cell: &Cell, part: &str) -> Option<std::path::PathBuf> {
+    cell.trace.as_ref().map(|t| {
+        let name = t.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let ext = if name.ends_with(".events.json") { ".events.json" } else { ".dhat.json" };
+        t.with_file_name(format!("{}-{part}{ext}", name.trim_end_matches(ext)))
+    })
+}
+
 /// The JSON-lines sink: one object per line, flushed at once so that a
 /// crash loses no record already measured.
 pub struct Records {

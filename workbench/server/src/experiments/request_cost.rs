@@ -12,12 +12,16 @@
 //! over its calls, the tracker's charge against the peak; per client count,
 //! the calls and call 0 against dhat's process totals, and the server's
 //! live heap with the clients connected and idle, and after their rounds.
+//! Traces: per query kind, a server that served that kind alone, and one
+//! that served pings ([`kind_traces`]).
 
 use super::{median, percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload::{self, QUERIES};
 use anyhow::{bail, Context, Result};
-use records::server::request_cost::{CallCost, Calls, Connections, CostLine, Params, ProcessTotals, Record, Total};
+use records::server::request_cost::{
+    CallCost, Calls, Connections, CostLine, Params, ProcessTotals, Record, Total, BASELINE_KIND, KIND_PART,
+};
 use std::collections::BTreeMap;
 
 /// A tracker's charge this far under a call's true peak counts as under-charged.
@@ -116,6 +120,30 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
         }
         done += c * p.rounds as usize * QUERIES.len();
         progress(done, total);
+    }
+    kind_traces(cell, p, &data)
+}
+
+/// Where the runner asks for traces: per query kind, a fresh server that
+/// serves `rounds` calls of that kind alone to one client, and one that
+/// serves as many pings; each writes its dhat trace
+/// (`<cell>-kind-<name>.dhat.json`). Against the pings' trace, a kind's is
+/// what its calls allocate, site by site, with nothing else in the process.
+fn kind_traces(cell: &Cell, p: &Params, data: &std::path::Path) -> Result<()> {
+    let kinds = std::iter::once((BASELINE_KIND, None)).chain(QUERIES.iter().map(|(n, sql)| (*n, Some(*sql))));
+    for (name, sql) in kinds {
+        let Some(trace) = super::part_trace(cell, &format!("{KIND_PART}{name}")) else { return Ok(()) };
+        let server = ServerChild::spawn(data, Some(&trace), &[])?;
+        let mut client = Client::connect(server.addr)?;
+        for _ in 0..p.rounds {
+            match sql {
+                Some(sql) => drop(client.execute(sql)?),
+                None => settle(&mut client)?,
+            }
+        }
+        settle(&mut client)?;
+        drop(client);
+        server.stop()?;
     }
     Ok(())
 }
