@@ -55,6 +55,9 @@ pub(super) struct Reader<'p> {
     /// narrow table allocates no vector for them.
     pub(super) cols: smallvec::SmallVec<[Arc<ColumnData>; INLINE_COLS]>,
     cached: bool,
+    /// Heap bytes this scan's reads put into the granule cache: allocated
+    /// while the query runs, so charged to it (the cache keeps them after).
+    filled: usize,
     mask: Vec<bool>,
     pool: MaskPool,
     sel: Vec<u32>,
@@ -77,6 +80,7 @@ impl<'p> Reader<'p> {
             scratch: Scratch::default(),
             cols,
             cached,
+            filled: 0,
             mask: Vec::new(),
             pool: MaskPool::default(),
             sel: Vec::new(),
@@ -143,7 +147,9 @@ impl<'p> Reader<'p> {
 
     fn load(&mut self, part: &Part, c: usize, g: usize) -> Result<()> {
         if self.cached {
-            self.cols[c] = part.read_cached(c, g, &mut self.scratch)?;
+            let (col, filled) = part.read_cached_filling(c, g, &mut self.scratch)?;
+            self.cols[c] = col;
+            self.filled += filled;
             Ok(())
         } else {
             // Unique after the first granule, so decoding reuses the buffer.
@@ -152,10 +158,10 @@ impl<'p> Reader<'p> {
     }
 
     /// Heap bytes of the granule held: its decoded columns (a small
-    /// scan's belong to the granule cache), the read buffers and the
-    /// filter's.
+    /// scan's belong to the granule cache, and count as far as this scan
+    /// filled it), the read buffers and the filter's.
     pub(super) fn heap_bytes(&self) -> usize {
-        let cols = if self.cached { 0 } else { self.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() };
+        let cols = if self.cached { self.filled } else { self.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() };
         cols + self.scratch.heap_bytes() + self.mask.capacity() + self.sel.capacity() * 4
     }
 

@@ -443,15 +443,23 @@ impl Part {
     /// granules, decoded and kept there on a miss (small scans only: see
     /// [`cache`]).
     pub fn read_cached(&self, c: usize, g: usize, s: &mut Scratch) -> Result<Arc<ColumnData>> {
+        self.read_cached_filling(c, g, s).map(|(col, _)| col)
+    }
+
+    /// [`Part::read_cached`], and the heap bytes this read put into the
+    /// cache (0 on a hit): a query that fills the cache allocates them while
+    /// it runs, so its memory account holds them until it ends.
+    pub fn read_cached_filling(&self, c: usize, g: usize, s: &mut Scratch) -> Result<(Arc<ColumnData>, usize)> {
         let key = (self.id, c as u32, g as u32);
         if let Some(hit) = cache::global().get(key) {
-            return Ok(hit);
+            return Ok((hit, 0));
         }
         let mut out = ColumnData::empty_for(self.schema.columns[c].ty);
         self.read(c, g, s, &mut out)?;
+        let filled = out.heap_bytes();
         let out = Arc::new(out);
         cache::global().put(key, out.clone());
-        Ok(out)
+        Ok((out, filled))
     }
 
     /// Bytes the part keeps in memory for its index and marks.
