@@ -159,10 +159,10 @@ impl<'p> Reader<'p> {
 
     /// Heap bytes of the granule held: its decoded columns (a small
     /// scan's belong to the granule cache, and count as far as this scan
-    /// filled it), the read buffers and the filter's.
+    /// filled it), the read buffers and the filter's masks.
     pub(super) fn heap_bytes(&self) -> usize {
         let cols = if self.cached { self.filled } else { self.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() };
-        cols + self.scratch.heap_bytes() + self.mask.capacity() + self.sel.capacity() * 4
+        cols + self.scratch.heap_bytes() + self.mask.capacity() + self.pool.heap_bytes() + self.sel.capacity() * 4
     }
 
     pub(super) fn rows(&self) -> Rows<'_> {
