@@ -20,7 +20,11 @@
 //! its budget by one granule's growth of those states. Without GROUP BY
 //! the one group's set is foreseen like the maps. Decoded granules of
 //! small scans live in the shared, bounded granule cache
-//! ([`crate::storage::cache`]) and are not charged. Nor are a query's
+//! ([`crate::storage::cache`]): a granule a query reads from it is not
+//! charged, one it puts there is, until the query ends (the request-cost
+//! experiment measures each call's true peak against its charge). The
+//! key-range shortcut of min/max on the sort key reads a few cached
+//! granules with no account at all. Nor are a query's
 //! threads' stacks and the allocator's per-thread slack (ClickHouse's
 //! `max_untracked_memory` is the same allowance): with four greedy queries
 //! at once under 8 MiB / 16 MiB budgets, the server's RSS passed its base
