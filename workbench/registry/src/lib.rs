@@ -177,6 +177,9 @@ experiments! {
     /// alloc-profile's workload profiled exactly (dhat) and sampled by
     /// jemalloc at several intervals: how wrong a sampled heap profile is.
     SamplingAccuracy = "sampling-accuracy", runs SamplingAccuracy, Subject, Codecs, Any;
+    /// The same over transport-alloc's round trips: client and server
+    /// threads, runtimes, buffers that live across calls.
+    SamplingAccuracyTransports = "sampling-accuracy-transports", runs SamplingAccuracy, Subject, Transports, Any;
     CodecSpeed = "codec-speed", runs CodecSpeed, Subject, Codecs, Uncounted;
     TransportAlloc = "transport-alloc", runs TransportAlloc, Subject, Transports, Any;
     TransportHeapGrowth = "transport-heap-growth", runs TransportHeapGrowth, Subject, Transports, Any;
@@ -237,7 +240,9 @@ impl Experiment {
             | Experiment::RoundtripLatencyOpen => {
                 read_params::<records::subject::RoundtripParams>(self, params).map(drop)
             }
-            Experiment::SamplingAccuracy => read_params::<records::subject::SamplingParams>(self, params).map(drop),
+            Experiment::SamplingAccuracy | Experiment::SamplingAccuracyTransports => {
+                read_params::<records::subject::SamplingParams>(self, params).map(drop)
+            }
             Experiment::DatastoreQueries => read_params::<s::datastore_queries::Params>(self, params).map(drop),
             Experiment::BuildStages => read_params::<s::build_stages::Params>(self, params).map(drop),
             Experiment::ConnectionScaling => read_params::<s::connection_scaling::Params>(self, params).map(drop),
@@ -268,7 +273,7 @@ macro_rules! with_record {
                 type $R = c::HeapGrowth;
                 $body
             }
-            Experiment::SamplingAccuracy => {
+            Experiment::SamplingAccuracy | Experiment::SamplingAccuracyTransports => {
                 type $R = c::SamplingAccuracy;
                 $body
             }

@@ -43,6 +43,7 @@ pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
         E::ServerHeapGrowth => Some(server_heap_growth),
         E::HeapGrowth
         | E::SamplingAccuracy
+        | E::SamplingAccuracyTransports
         | E::CodecSpeed
         | E::TransportHeapGrowth
         | E::RoundtripLatency

@@ -109,6 +109,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::AllocProfile => &[alloc_profile::REPORT, growth_laws::REPORT],
         E::HeapGrowth => &[heap_growth::REPORT],
         E::SamplingAccuracy => &[sampling_accuracy::REPORT],
+        E::SamplingAccuracyTransports => &[sampling_accuracy::TRANSPORTS],
         E::CodecSpeed => &[codec_speed::REPORT],
         E::TransportAlloc => &[transport_alloc::REPORT],
         E::TransportHeapGrowth => &[heap_growth::TRANSPORTS],

@@ -35,6 +35,17 @@ use std::path::{Path, PathBuf};
 use trace::{Side, Trace};
 
 pub const REPORT: Report = Report::of::<SamplingAccuracy>(Experiment::SamplingAccuracy, table, Some(figure));
+/// The same study over the transport stacks' round trips.
+pub const TRANSPORTS: Report =
+    Report::of::<SamplingAccuracy>(Experiment::SamplingAccuracyTransports, table, Some(figure));
+
+/// What the run's profiles covered, for captions: the subjects and their workload.
+fn subjects(run: &Run) -> (&'static str, &'static str) {
+    match run.manifest.spec.experiment.over() {
+        registry::Over::Transports => ("transport stacks", "transport-alloc's round trips"),
+        _ => ("codecs", "alloc-profile's workload"),
+    }
+}
 
 /// jemalloc's default interval, 2^19 bytes.
 pub const DEFAULT_LG: u32 = 19;
@@ -311,12 +322,13 @@ pub fn table(run: &Run) -> Result<Table> {
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let seeds = profiles.iter().map(|p| p.rep).max().map_or(0, |r| r + 1);
+    let (what, workload) = subjects(run);
     Ok(Table {
-        name: REPORT.name,
+        name: run.manifest.spec.experiment.name(),
         caption: format!(
             "jemalloc's sampled heap profile against the exact one (dhat), per mean sampling interval: {} \
-             profiles per interval ({} codecs × payloads × {seeds} seeds, each a process of its own), each of \
-             alloc-profile's workload ({} messages after {} warm-up). Sampling error: Σ|estimated − true| over \
+             profiles per interval ({} {what} × payloads × {seeds} seeds, each a process of its own), each of \
+             {workload} ({} messages after {} warm-up). Sampling error: Σ|estimated − true| over \
              the sites ÷ the true bytes, the truth being the same build's profile at every allocation (its counts \
              exact in jemalloc's terms); found: the share of its sites (by their bytes) the profile holds at all; \
              top 10: the share of its ten largest sites among the profile's ten largest; largest missed: the \
@@ -399,7 +411,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         y_fmt: &|v| format!("{v:.1}"),
         x_marks: &marks,
     };
-    write_both(dir, REPORT.name, &lines, &chart)
+    write_both(dir, run.manifest.spec.experiment.name(), &lines, &chart)
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@ pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         E::AllocProfile
         | E::HeapGrowth
         | E::SamplingAccuracy
+        | E::SamplingAccuracyTransports
         | E::CodecSpeed
         | E::TransportAlloc
         | E::TransportHeapGrowth

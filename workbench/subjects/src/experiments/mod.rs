@@ -40,6 +40,7 @@ pub enum OverCodecs {
 pub enum OverTransports {
     HeapGrowth,
     RoundTrip(roundtrip::Loop, roundtrip::Rows),
+    SamplingAccuracy,
 }
 
 /// What one experiment runs.
@@ -61,7 +62,10 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
     Some(match experiment.runs() {
         E::AllocProfile => Codecs(C::AllocProfile),
         E::HeapGrowth => Codecs(C::HeapGrowth),
-        E::SamplingAccuracy => Codecs(C::SamplingAccuracy),
+        E::SamplingAccuracy | E::SamplingAccuracyTransports => match experiment.over() {
+            registry::Over::Transports => Transports(T::SamplingAccuracy),
+            _ => Codecs(C::SamplingAccuracy),
+        },
         E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
         E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed, Rows::Runs)),
         E::TransportHeapGrowth => Transports(T::HeapGrowth),
@@ -90,7 +94,10 @@ impl WithCodec for Dispatch<'_> {
             OverCodecs::AllocProfile => alloc_profile::run::<C>(self.0),
             OverCodecs::HeapGrowth => heap_growth::run::<C>(self.0),
             OverCodecs::CodecSpeed => codec_speed::run::<C>(self.0),
-            OverCodecs::SamplingAccuracy => sampling_accuracy::run::<C>(self.0),
+            OverCodecs::SamplingAccuracy => {
+                let (cell, probe) = (self.0.cell, self.0.probe);
+                sampling_accuracy::run(self.0, || alloc_profile::measure::<C>(cell, probe).map(drop))
+            }
         }
     }
 }
@@ -103,6 +110,10 @@ impl WithTransport for DispatchTransport<'_> {
         match self.1 {
             OverTransports::HeapGrowth => heap_growth::run_transport::<T>(self.0),
             OverTransports::RoundTrip(mode, rows) => roundtrip::run::<T>(self.0, mode, rows),
+            OverTransports::SamplingAccuracy => {
+                let cell = self.0.cell;
+                sampling_accuracy::run(self.0, || roundtrip::trips::<T>(cell))
+            }
         }
     }
 }

@@ -125,6 +125,24 @@ pub enum Rows {
     Runs,
 }
 
+/// transport-alloc's round trips with nothing recorded per trip: the
+/// workload of sampling-accuracy-transports, whose profiles are the record.
+pub fn trips<T: Transport>(cell: &crate::Cell) -> Result<()> {
+    probe::set_side(Side::Client);
+    let mut t = T::start(cell.seed, cell.payload)?;
+    let mut v = VoteData::with_payload(cell.payload);
+    let total = cell.warmup + cell.messages;
+    let step = (total / 20).max(1);
+    for i in 0..total {
+        v.set(cell.seed, i);
+        t.round_trip(&v)?;
+        if (i + 1) % step == 0 {
+            super::progress(i + 1, total);
+        }
+    }
+    Ok(())
+}
+
 pub fn run<T: Transport>(ctx: Ctx<'_>, mode: Loop, written: Rows) -> Result<()> {
     let cell = ctx.cell;
     let probe = ctx.probe;

@@ -1,6 +1,7 @@
-//! sampling-accuracy: alloc-profile's workload profiled exactly and by
-//! jemalloc's sampler, so that the CLI can hold each sampled profile against
-//! the exact one site by site.
+//! sampling-accuracy: alloc-profile's workload (and, as
+//! sampling-accuracy-transports, transport-alloc's round trips) profiled
+//! exactly and by jemalloc's sampler, so that the CLI can hold each sampled
+//! profile against the exact one site by site.
 //!
 //! - The dhat build runs the workload in this process; its trace (written
 //!   when the probe drops) is the exact profile.
@@ -17,7 +18,6 @@
 //!   parent is the interval in its environment ([`is_profiled_process`]).
 
 use super::Ctx;
-use crate::codecs::Codec;
 use anyhow::{anyhow, bail, Context, Result};
 use records::subject::{SamplingAccuracy, SamplingParams};
 use std::path::{Path, PathBuf};
@@ -33,14 +33,16 @@ pub fn is_profiled_process() -> bool {
     probe::VARIANT != probe::Variant::JemallocProf || std::env::var_os(MALLOC_CONF).is_some()
 }
 
-pub fn run<C: Codec>(ctx: Ctx<'_>) -> Result<()> {
+/// Runs the cell: in a profiled process, `workload` (alloc-profile's for a
+/// codec, transport-alloc's round trips for a stack) and its totals; in
+/// the sampling build's parent, a child per interval.
+pub fn run(ctx: Ctx<'_>, workload: impl FnOnce() -> Result<()>) -> Result<()> {
     let started = Instant::now();
     let params: SamplingParams = ctx.cell.params()?;
     if !is_profiled_process() {
         return sampled(ctx, &params);
     }
-    // The workload, as alloc-profile runs it.
-    super::alloc_profile::measure::<C>(ctx.cell, ctx.probe)?;
+    workload()?;
     let s = ctx.probe.snapshot();
     let r = SamplingAccuracy {
         lg_sample: None,
