@@ -179,7 +179,7 @@ experiments! {
     SamplingAccuracy = "sampling-accuracy", runs SamplingAccuracy, Subject, Codecs, Any;
     /// The same over transport-alloc's round trips: client and server
     /// threads, runtimes, buffers that live across calls.
-    SamplingAccuracyTransports = "sampling-accuracy-transports", runs SamplingAccuracy, Subject, Transports, Any;
+    SamplingAccuracyTransports = "sampling-accuracy-transports", runs SamplingAccuracyTransports, Subject, Transports, Any;
     CodecSpeed = "codec-speed", runs CodecSpeed, Subject, Codecs, Uncounted;
     TransportAlloc = "transport-alloc", runs TransportAlloc, Subject, Transports, Any;
     TransportHeapGrowth = "transport-heap-growth", runs TransportHeapGrowth, Subject, Transports, Any;

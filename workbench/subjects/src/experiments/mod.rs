@@ -62,10 +62,8 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
     Some(match experiment.runs() {
         E::AllocProfile => Codecs(C::AllocProfile),
         E::HeapGrowth => Codecs(C::HeapGrowth),
-        E::SamplingAccuracy | E::SamplingAccuracyTransports => match experiment.over() {
-            registry::Over::Transports => Transports(T::SamplingAccuracy),
-            _ => Codecs(C::SamplingAccuracy),
-        },
+        E::SamplingAccuracy => Codecs(C::SamplingAccuracy),
+        E::SamplingAccuracyTransports => Transports(T::SamplingAccuracy),
         E::CodecSpeed | E::InstrumentationCost => Codecs(C::CodecSpeed),
         E::TransportAlloc => Transports(T::RoundTrip(Loop::Closed, Rows::Runs)),
         E::TransportHeapGrowth => Transports(T::HeapGrowth),
@@ -123,7 +121,11 @@ impl WithTransport for DispatchTransport<'_> {
 /// (sampling-accuracy's sampled build: a profile per interval).
 pub fn own_trace(cell: &Cell) -> Option<&std::path::Path> {
     match cell.experiment.runs() {
-        registry::Experiment::SamplingAccuracy if !sampling_accuracy::is_profiled_process() => None,
+        registry::Experiment::SamplingAccuracy | registry::Experiment::SamplingAccuracyTransports
+            if !sampling_accuracy::is_profiled_process() =>
+        {
+            None
+        }
         _ => cell.trace.as_deref(),
     }
 }
