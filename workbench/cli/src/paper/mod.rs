@@ -138,6 +138,12 @@ pub const MACROS: &[Macro] = &[
     m("samplingFineFoundMid", "sampling-accuracy", "12", 1 << 12, col::FOUND_MID),
     m("samplingEveryVsDhat", "sampling-accuracy", "0", 1, col::ERROR_VS_DHAT),
     m("samplingDefaultMissed", "sampling-accuracy", "19", 1 << 19, col::LARGEST_MISSED),
+    m("samplingTransportsDefaultError", "sampling-accuracy-transports", "19", 1 << 19, col::SAMPLING_ERROR),
+    m("samplingTransportsDefaultFoundSmall", "sampling-accuracy-transports", "19", 1 << 19, col::FOUND_SMALL),
+    m("samplingTransportsDefaultFoundLarge", "sampling-accuracy-transports", "19", 1 << 19, col::FOUND_LARGE),
+    m("samplingTransportsDefaultTop", "sampling-accuracy-transports", "19", 1 << 19, col::TOP_TEN),
+    m("samplingTransportsFineInterval", "sampling-accuracy-transports", "12", 1 << 12, col::INTERVAL),
+    m("samplingTransportsFineError", "sampling-accuracy-transports", "12", 1 << 12, col::SAMPLING_ERROR),
     m("samplingDefaultModelFound", "sampling-accuracy", "19", 1 << 19, col::MODEL_FOUND),
     // What the profiler costs the server at four clients, and the A/A beside it.
     m("profilerCostFilter", "profiler-cost", "filtered-count", 4, col::SAMPLING_VS_JEMALLOC),
