@@ -909,9 +909,9 @@ fn print_written(root: &Path, written: &[PathBuf]) {
     }
 }
 
-/// Resolves spec arguments: none or `quick` = every spec; else names or paths.
-/// `workbench status`: a line a dataset and scale; with `check`, an error
-/// naming every dataset readers are shown that is not fresh.
+/// `workbench status`: a line a dataset and scale, and what the newest full
+/// runs take as git stores them; with `check`, an error naming every dataset
+/// readers are shown that is not fresh, or the full runs past their limit.
 fn status(root: &Path, data: &Path, scale: Option<Scale>, check: bool) -> Result<()> {
     let scales = scale.map_or(Scale::PREFERRED.to_vec(), |s| vec![s]);
     let entries = workbench::run::fingerprint::survey(root, data, &scales)?;
@@ -921,8 +921,30 @@ fn status(root: &Path, data: &Path, scale: Option<Scale>, check: bool) -> Result
         let cited = if e.cited { " (cited)" } else { "" };
         println!("{:<24} {:<5} {:<8} {run}{cited}  {why}", e.dataset, e.scale, word);
     }
-    let bad: Vec<String> =
+    let full: Vec<&PathBuf> =
+        entries.iter().filter(|e| e.scale == Scale::Full).filter_map(|e| e.run.as_ref()).collect();
+    let mut stored = 0;
+    for dir in &full {
+        stored += workbench::data::dataset::stored_bytes(dir)?;
+    }
+    let limit = workbench::data::dataset::FULL_SUITE_BYTES;
+    if !full.is_empty() {
+        println!(
+            "the newest full runs ({}) take {} as git stores them; a full suite may add {}",
+            full.len(),
+            workbench::fmt::bytes(stored as f64),
+            workbench::fmt::bytes(limit as f64)
+        );
+    }
+    let mut bad: Vec<String> =
         entries.iter().filter(|e| e.cited && e.needs_run()).map(|e| format!("{} ({})", e.dataset, e.scale)).collect();
+    if stored > limit {
+        bad.push(format!(
+            "the full runs together ({} stored, past {}: shrink what a dataset keeps)",
+            workbench::fmt::bytes(stored as f64),
+            workbench::fmt::bytes(limit as f64)
+        ));
+    }
     if check && !bad.is_empty() {
         bail!(
             "{} the paper reads not fresh: {}",
@@ -933,6 +955,7 @@ fn status(root: &Path, data: &Path, scale: Option<Scale>, check: bool) -> Result
     Ok(())
 }
 
+/// Resolves spec arguments: none or `quick` = every spec; else names or paths.
 fn choose_specs(root: &Path, args: &[String]) -> Result<Vec<(PathBuf, spec::Spec)>> {
     let dir = root.join("experiments");
     if args.is_empty() || args == ["quick"] {

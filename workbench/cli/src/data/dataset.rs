@@ -333,10 +333,55 @@ pub fn gzip_in_place(path: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// What a full suite's datasets may add to the repository, as git stores
+/// them (the owner's decision: 25 MB): `workbench status --check` refuses
+/// the newest full runs past it.
+pub const FULL_SUITE_BYTES: u64 = 25_000_000;
+
+/// Bytes the files under `dir` take as git stores them: each file
+/// zlib-compressed at zlib's default level, as git compresses a blob
+/// (Parquet and gzip files hardly shrink; a dhat trace's JSON ~10×).
+pub fn stored_bytes(dir: &Path) -> Result<u64> {
+    use std::io::Write;
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
+        if path.is_dir() {
+            total += stored_bytes(&path)?;
+            continue;
+        }
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&bytes).with_context(|| format!("compressing {}", path.display()))?;
+        total += z.finish().with_context(|| format!("compressing {}", path.display()))?.len() as u64;
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_dataset_is_sized_as_git_stores_it() {
+        let dir = std::env::temp_dir().join(format!("wb-stored-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        // 100 KB of one repeated line compresses to a few hundred bytes; 4 KB
+        // of noise does not compress.
+        std::fs::write(dir.join("traces/t.dhat.json"), "{\"pps\": []}\n".repeat(8_000)).unwrap();
+        let mut x: u64 = 1;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect();
+        std::fs::write(dir.join("records.parquet"), &noise).unwrap();
+        let n = stored_bytes(&dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!((4096..5000).contains(&n), "{n}");
+    }
 
     fn rec(v: Value) -> Record {
         v.as_object().unwrap().clone()
