@@ -39,11 +39,17 @@ pub const REPORT: Report = Report::of::<SamplingAccuracy>(Experiment::SamplingAc
 pub const TRANSPORTS: Report =
     Report::of::<SamplingAccuracy>(Experiment::SamplingAccuracyTransports, table, Some(figure));
 
-/// What the run's profiles covered, for captions: the subjects and their workload.
-fn subjects(run: &Run) -> (&'static str, &'static str) {
+/// What the run's profiles covered, for captions: the subjects, their
+/// workload, and what else than sampling moves a site between processes.
+fn subjects(run: &Run) -> (&'static str, &'static str, &'static str) {
     match run.manifest.spec.experiment.over() {
-        registry::Over::Transports => ("transport stacks", "transport-alloc's round trips"),
-        _ => ("codecs", "alloc-profile's workload"),
+        registry::Over::Transports => (
+            "transport stacks",
+            "transport-alloc's round trips",
+            " A stack's sites also differ between processes (how much a read returns sets a buffer's growth), so \
+             the largest missed mixes sampling with those differences.",
+        ),
+        _ => ("codecs", "alloc-profile's workload", ""),
     }
 }
 
@@ -322,7 +328,7 @@ pub fn table(run: &Run) -> Result<Table> {
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let seeds = profiles.iter().map(|p| p.rep).max().map_or(0, |r| r + 1);
-    let (what, workload) = subjects(run);
+    let (what, workload, moves) = subjects(run);
     Ok(Table {
         name: run.manifest.spec.experiment.name(),
         caption: format!(
@@ -336,7 +342,7 @@ pub fn table(run: &Run) -> Result<Table> {
              (R ln 20). Error vs dhat: the same \
              sum against dhat's exact profile, which counts requested bytes (jemalloc: size classes) and charges \
              a realloc's growth to the block's first site (jemalloc: the new block to the realloc's stack). \
-             Median [min, max] over the profiles. Our own study: neither source paper samples.",
+             Median [min, max] over the profiles.{moves} Our own study: neither source paper samples.",
             by_lg.values().next().map_or(0, Vec::len),
             run.manifest.spec.codecs.len(),
             fmt::thousands(s.messages),
