@@ -273,9 +273,9 @@ mod tests {
     use super::*;
     use crate::report::fixture::{cell, run, subject};
 
-    #[test]
-    fn percentiles_pool_the_repetitions_and_the_floor_is_the_runs_own() {
-        let trip = |ns| RoundTrip {
+    /// `repeat` round trips of `ns` each, timed only (no counts).
+    fn trips(ns: u64, repeat: u64) -> RoundTrip {
+        RoundTrip {
             msg: 0,
             allocs: None,
             bytes: None,
@@ -286,8 +286,13 @@ mod tests {
             server_allocs: None,
             server_bytes: None,
             other_allocs: None,
-            repeat: 1,
-        };
+            repeat,
+        }
+    }
+
+    #[test]
+    fn percentiles_pool_the_repetitions_and_the_floor_is_the_runs_own() {
+        let trip = |ns| trips(ns, 1);
         let mut rows = Vec::new();
         for (rep, ns) in [(0, 30_000), (0, 40_000), (1, 50_000)] {
             rows.push((subject("grpc", 0, "jemalloc", rep), trip(ns)));
@@ -307,19 +312,7 @@ mod tests {
 
     #[test]
     fn a_record_of_a_histogram_counts_as_many_round_trips_as_it_stands_for() {
-        let trip = |ns, repeat| RoundTrip {
-            msg: 0,
-            allocs: None,
-            bytes: None,
-            ns,
-            service_ns: None,
-            client_allocs: None,
-            client_bytes: None,
-            server_allocs: None,
-            server_bytes: None,
-            other_allocs: None,
-            repeat,
-        };
+        let trip = trips;
         // 98 round trips at 10 µs and 2 at 1 ms: p50 10 µs, p99 1 ms, n 100.
         let rows = vec![
             (subject("grpc", 0, "jemalloc", 0), trip(10_000, 98)),
