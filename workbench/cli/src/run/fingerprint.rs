@@ -5,10 +5,14 @@
 //! - `src:<path>`: every workspace source file the measured binaries (and
 //!   the server's driver) were compiled from, as cargo lists them in the
 //!   dep-info file beside each binary it builds (no hand-kept list);
-//! - `file:Cargo.lock`, and `file:<path>` for every file a cell executes
+//! - `file:Cargo.lock`, judged by what the measured binaries can link of it
+//!   ([`crate::run::lock`]: a change to the analysis side's packages does
+//!   not age a dataset), and `file:<path>` for every file a cell executes
 //!   that the spec names (a peer's script, a peer's binary such as
 //!   `/usr/sbin/clickhouse-server`); a peer run in `.venv` also brings
 //!   `file:scripts/requirements-peers.txt`, the pins it was installed from;
+//! - `features`: the features cargo resolves over the workspace for every
+//!   package the measured binaries link ([`crate::run::lock::resolved_features`]);
 //! - `rustc`: the compiler's version;
 //! - `variant:<name>`: the variant's definition (features, allocator,
 //!   profile settings, PGO/BOLT steps);
@@ -23,6 +27,7 @@
 //! when some input changed, and *unknown* (treated as stale) when its
 //! manifest has no fingerprint.
 
+use crate::run::lock;
 use crate::spec::{variants, Scale, Spec};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +39,12 @@ pub use crate::data::manifest::Fingerprint;
 
 /// Where a file that does not exist stands in the inputs.
 const MISSING: &str = "missing";
+
+/// The lock file's input ([`lock::closure`] judges a change to it).
+const LOCK: &str = "file:Cargo.lock";
+
+/// The resolved features' input ([`lock::resolved_features`]).
+const FEATURES: &str = "features";
 
 /// The workspace sources (relative to `root`) cargo lists in the dep-info
 /// files beside `bins` ([`dep_info`]): the crates' own files, not the
@@ -227,7 +238,7 @@ pub fn compute(
     at: Option<&str>,
 ) -> Result<Fingerprint> {
     let mut files: Vec<(String, String)> = sources.files.iter().map(|s| (format!("src:{s}"), s.clone())).collect();
-    files.push(("file:Cargo.lock".into(), "Cargo.lock".into()));
+    files.push((LOCK.into(), "Cargo.lock".into()));
     files.extend(peer_files(root, spec, scale).into_iter().map(|p| (format!("file:{p}"), p)));
     let paths: Vec<String> = files.iter().map(|(_, p)| p.clone()).collect();
     let ids = match at {
@@ -236,6 +247,7 @@ pub fn compute(
     };
     let mut inputs: BTreeMap<String, String> = files.into_iter().map(|(k, _)| k).zip(ids).collect();
     inputs.insert("rustc".into(), rustc.to_string());
+    inputs.insert(FEATURES.into(), features_id(root));
     for v in spec.variants_at(scale) {
         inputs.insert(format!("variant:{v}"), variant_definition(v));
     }
@@ -244,6 +256,25 @@ pub fn compute(
         inputs.insert(format!("dep-info:{b}"), MISSING.into());
     }
     seal(root, inputs)
+}
+
+/// The `features` input: the blob id of [`lock::resolved_features`], or
+/// why it could not be had.
+fn features_id(root: &Path) -> String {
+    match lock::resolved_features(root).and_then(|t| text_id(root, &t)) {
+        Ok(id) => id,
+        Err(e) => format!("unknown ({e:#})"),
+    }
+}
+
+/// [`features_id`] once per root in this process, for the readers that
+/// judge many datasets against one tree (`status`, a render): `cargo
+/// metadata` takes a second. A run computes its own afresh ([`compute`]).
+fn features_id_now(root: &Path) -> String {
+    use std::sync::{Mutex, PoisonError};
+    static SEEN: Mutex<BTreeMap<PathBuf, String>> = Mutex::new(BTreeMap::new());
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    seen.entry(root.to_path_buf()).or_insert_with(|| features_id(root)).clone()
 }
 
 /// The blob id of the spec as run at `scale`: without the other scale's settings.
@@ -287,6 +318,14 @@ pub fn now(root: &Path, old: &Fingerprint, spec: &Spec, scale: Scale, rustc: &st
             inputs.insert(k.clone(), spec_id(root, spec, scale)?);
         } else if k.starts_with("dep-info:") {
             inputs.insert(k.clone(), old.inputs[k].clone());
+        } else if k == FEATURES {
+            inputs.insert(k.clone(), features_id_now(root));
+        }
+    }
+    // A lock that changed outside what the measured binaries link.
+    if let (Some(then), Some(now)) = (old.inputs.get(LOCK), inputs.get(LOCK)) {
+        if then != now && lock::links_same(root, then) {
+            inputs.insert(LOCK.into(), then.clone());
         }
     }
     // A peer the spec names now that it did not then.

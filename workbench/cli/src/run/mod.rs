@@ -6,12 +6,14 @@
 //! - [`build`]: building a target binary (`subject`, `datastore-server`)
 //!   per build variant (allocators, LTO, PGO, BOLT).
 //! - [`provenance`]: the clean-tree check, the run lock, load and busy processes.
-//! - [`fingerprint`]: exactly what a run measured, and whether it is stale now.
+//! - [`fingerprint`]: exactly what a run measured, and whether it is stale now;
+//!   [`lock`]: what of the lock file and the resolved features it links.
 //! - [`slurm`]: the cells as a Slurm job array instead (submit, wait,
 //!   collect, one task), and a projection of a suite's time on N nodes.
 
 pub mod build;
 pub mod fingerprint;
+pub mod lock;
 pub mod provenance;
 pub mod runner;
 pub mod slurm;
