@@ -1,4 +1,4 @@
-"""Reading data/ through its documented layout (see workbench/cli/src/lib.rs).
+"""Reading data/ through its documented layout (see workbench/runner/src/lib.rs).
 
 data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/ holds records.parquet,
 manifest.json and traces/*.dhat.json; run ids sort by time, so the latest run

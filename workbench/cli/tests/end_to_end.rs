@@ -6,12 +6,12 @@ mod common;
 #[path = "common/tiny_alloc.rs"]
 mod tiny_alloc;
 
+use analysis::data::dataset;
+use analysis::report::{self, tables};
+use analysis::run::runner;
+use analysis::spec::{Scale, Spec};
 use std::path::{Path, PathBuf};
 use tiny_alloc::{allocs_of, column_u64, ALLOC};
-use workbench::data::dataset;
-use workbench::report::{self, tables};
-use workbench::run::runner;
-use workbench::spec::{Scale, Spec};
 
 const TRANSPORT: &str = r#"
 experiment = "transport-alloc"
@@ -130,7 +130,7 @@ fn tiny_suite_end_to_end() {
     let marker = format!("{marker}\n");
     std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[0].id)), marker).unwrap();
     // Finished on this machine: a timed dataset resumes only there.
-    let meta = runner::CellMeta { seconds: 0.1, node: Some(workbench::data::manifest::Node::this()), records: None };
+    let meta = runner::CellMeta { seconds: 0.1, node: Some(analysis::data::manifest::Node::this()), records: None };
     for c in &cells[..2] {
         std::fs::write(
             staging.join("cells").join(format!("{}.meta.json", c.id)),
@@ -145,11 +145,11 @@ fn tiny_suite_end_to_end() {
     assert_eq!((heap_run.cells, heap_run.resumed), (6, 1));
     // The events build's file: compressed, every operation on its axis, and
     // its per-operation counts equal to the dhat build's.
-    let events = workbench::inspect::trace::events::files_in(&heap_run.dir).unwrap();
+    let events = analysis::inspect::trace::events::files_in(&heap_run.dir).unwrap();
     assert_eq!(events.len(), 2, "{events:?}");
     let json = events.iter().find(|p| p.to_string_lossy().contains("json-rpc-p0-events")).unwrap();
     assert!(json.to_string_lossy().ends_with(".events.json.gz"));
-    let e = workbench::inspect::trace::events::Events::load(json).unwrap();
+    let e = analysis::inspect::trace::events::Events::load(json).unwrap();
     assert_eq!(e.operations(), 300);
     assert!(e.runs() <= 4, "a steady loop is a few runs: {}", e.runs());
     assert!(e.growth(30).iter().all(|g| !g.leak), "json-rpc holds nothing across messages");

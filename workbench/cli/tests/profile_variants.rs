@@ -10,11 +10,11 @@
 //! its own test binary because it points `CARGO`, which the runner reads,
 //! at the stand-in for the whole process.
 
+use analysis::run::build;
+use analysis::spec::variants::{self, PROFILE};
+use analysis::spec::Target;
 use std::collections::BTreeMap;
 use std::path::Path;
-use workbench::run::build;
-use workbench::spec::variants::{self, PROFILE};
-use workbench::spec::Target;
 
 /// The stand-in: appends one line per call to `$FAKE_CARGO_LOG` (target
 /// directory, binaries, build directory, the profile variables) and writes
@@ -63,7 +63,7 @@ fn calls(log: &Path) -> Vec<Call> {
 
 #[test]
 fn profile_variants_build_the_measured_binary_alone_and_drive_it_with_o3() {
-    let root = workbench::default_root();
+    let root = analysis::default_root();
     let scratch = std::env::temp_dir().join(format!("wb-profile-variants-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();

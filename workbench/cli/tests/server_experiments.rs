@@ -5,12 +5,12 @@
 
 mod common;
 
+use analysis::data::dataset;
+use analysis::report::tables;
+use analysis::report::REPORTS;
+use analysis::run::runner;
+use analysis::spec::Spec;
 use std::path::Path;
-use workbench::data::dataset;
-use workbench::report::tables;
-use workbench::report::REPORTS;
-use workbench::run::runner;
-use workbench::spec::Spec;
 
 const CHAINS: &str = r#"
 experiment = "pipeline-depth"

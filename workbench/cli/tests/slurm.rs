@@ -12,12 +12,12 @@ mod common;
 #[path = "common/tiny_alloc.rs"]
 mod tiny_alloc;
 
+use analysis::data::dataset;
+use analysis::run::{runner, slurm};
+use analysis::spec::{Scale, Spec};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tiny_alloc::{allocs_of, column_u64, ALLOC};
-use workbench::data::dataset;
-use workbench::run::{runner, slurm};
-use workbench::spec::{Scale, Spec};
 
 #[test]
 fn tiny_spec_through_slurm_matches_a_local_run() {
@@ -47,7 +47,7 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
         assert_eq!(a.len(), 20 * 3, "{codec}");
         assert_eq!(a, b, "{codec}: exact counts differ between the local run and the Slurm run");
     }
-    let host = workbench::data::host::hostname();
+    let host = analysis::data::host::hostname();
     assert_eq!(r.manifest.nodes.len(), r.manifest.cells.len(), "{:?}", r.manifest.nodes);
     assert!(r.manifest.nodes.values().all(|n| n.hostname == host && n.cores >= 1), "{:?}", r.manifest.nodes);
     assert_eq!(r.manifest.cell_seconds.len(), r.manifest.cells.len());

@@ -5,10 +5,10 @@
 //! stale; editing a spec makes its experiment stale; a manifest without a
 //! fingerprint is unknown; `status --check` fails on a stale cited dataset.
 
+use analysis::run::fingerprint::{self, Freshness};
+use analysis::spec::{Scale, Spec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use workbench::run::fingerprint::{self, Freshness};
-use workbench::spec::{Scale, Spec};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -79,7 +79,7 @@ fn status_follows_exactly_the_measured_inputs() {
     assert!(!server.files.contains(json) && server.files.contains("workbench/datastore/src/storage/table.rs"));
     assert!(subject.files.iter().all(|f| !f.starts_with("target/") && !f.starts_with(".git/")));
 
-    let rustc = workbench::data::manifest::rustc_version(&wt);
+    let rustc = analysis::data::manifest::rustc_version(&wt);
     let fp = |name: &str, sources: &fingerprint::Sources| {
         let spec = Spec::load(&wt.join(format!("experiments/{name}.toml"))).unwrap();
         fingerprint::compute(&wt, sources, &spec, Scale::Quick, &rustc, None).unwrap()
@@ -104,7 +104,7 @@ fn status_follows_exactly_the_measured_inputs() {
     assert_eq!(verdict(&wt, &data, "throughput"), Freshness::Fresh);
     // What a reader is shown: the stale table's caption and its claims say
     // so first; the fresh one's say nothing.
-    let a = workbench::report::analyse(&wt, &data, Scale::Quick).unwrap();
+    let a = analysis::report::analyse(&wt, &data, Scale::Quick).unwrap();
     let caption = |name: &str| a.tables.iter().find(|t| t.name == name).unwrap().caption.clone();
     let stale = caption("heap-growth");
     assert!(stale.starts_with("STALE: ") && stale.contains(&format!("src:{json}")), "{stale}");
@@ -157,7 +157,7 @@ fn status_follows_exactly_the_measured_inputs() {
 /// dataset stores holds only those.
 #[test]
 fn a_rendered_output_never_blocks_a_run_and_a_measured_edit_always_does() {
-    use workbench::run::provenance::{check_clean, diff_of};
+    use analysis::run::provenance::{check_clean, diff_of};
     let root = repo_root();
     let scratch = std::env::temp_dir().join(format!("wb-dirty-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);

@@ -10,9 +10,9 @@
 #[path = "../../zap/tests/one_test/mod.rs"]
 mod one_test;
 
+use analysis::inspect::trace::{self, By, Trace};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use workbench::inspect::trace::{self, By, Trace};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

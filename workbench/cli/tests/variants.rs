@@ -18,10 +18,10 @@
 
 mod common;
 
+use analysis::spec::{self, Target};
+use analysis::{data::host, spec::variants};
 use std::collections::BTreeSet;
 use std::process::Command;
-use workbench::spec::{self, Target};
-use workbench::{data::host, spec::variants};
 
 /// What `<binary> --variant` prints for a build variant: its allocator
 /// feature, or `system` for the builds that only change the profile.
@@ -47,7 +47,7 @@ fn every_quick_variant_builds_as_named() {
     let (opts, multi, mut bins) = common::setup(&out, "variants");
     let mut wanted = BTreeSet::new();
     for (_, s) in spec::load_dir(&opts.root.join("experiments")).unwrap() {
-        for v in s.variants_at(workbench::spec::Scale::Quick) {
+        for v in s.variants_at(analysis::spec::Scale::Quick) {
             wanted.insert((s.target, v.clone()));
         }
     }
@@ -76,7 +76,7 @@ fn every_quick_variant_builds_as_named() {
 /// links may be among those, whatever allocator feature it is built with.
 #[test]
 fn measured_binaries_link_no_unoptimised_crate() {
-    let root = workbench::default_root();
+    let root = analysis::default_root();
     let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
     let overrides =
         manifest["profile"]["release"].get("package").and_then(|p| p.as_table()).cloned().unwrap_or_default();

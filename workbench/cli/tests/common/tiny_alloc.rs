@@ -3,9 +3,9 @@
 //! Included by path where used, not from `common/mod.rs`, which every runner
 //! test compiles.
 
+use analysis::data::dataset;
+use analysis::report::tables;
 use std::path::Path;
-use workbench::data::dataset;
-use workbench::report::tables;
 
 /// Two codecs at 64 B, dhat and jemalloc: 4 cells of 20 messages.
 pub const ALLOC: &str = r#"
