@@ -136,15 +136,7 @@ pub fn links_same(root: &Path, then: &str) -> bool {
 /// other platforms are never downloaded, and metadata of all would need them).
 pub fn resolved_features(root: &Path) -> Result<String> {
     let host = host_triple()?;
-    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--offline", "--locked", "--filter-platform", &host])
-        .current_dir(root)
-        .output()
-        .with_context(|| format!("running cargo metadata in {}", root.display()))?;
-    if !out.status.success() {
-        bail!("cargo metadata in {} failed: {}", root.display(), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+    let meta = crate::run::provenance::cargo_metadata(root, &["--locked", "--filter-platform", &host])?;
     features_of_closure(&meta, &roots())
 }
 

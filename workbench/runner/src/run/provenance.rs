@@ -52,20 +52,26 @@ pub fn busy_between(
     busy
 }
 
-/// The workspace packages whose code the measured binaries are compiled
-/// from: the targets' packages (the subject's, the server's) and every
-/// workspace crate they depend on (not through dev-dependencies), as
-/// directories relative to `root`, from `cargo metadata` (no hand-kept list).
-pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
+/// `cargo metadata --format-version 1 --offline` in `root` with `args`, parsed.
+pub fn cargo_metadata(root: &Path, args: &[&str]) -> Result<serde_json::Value> {
     let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(args)
         .current_dir(root)
         .output()
         .with_context(|| format!("running cargo metadata in {}", root.display()))?;
     if !out.status.success() {
         bail!("cargo metadata in {} failed: {}", root.display(), String::from_utf8_lossy(&out.stderr).trim());
     }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+    serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")
+}
+
+/// The workspace packages whose code the measured binaries are compiled
+/// from: the targets' packages (the subject's, the server's) and every
+/// workspace crate they depend on (not through dev-dependencies), as
+/// directories relative to `root`, from `cargo metadata` (no hand-kept list).
+pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
+    let meta = cargo_metadata(root, &["--no-deps"])?;
     let packages = meta["packages"].as_array().context("cargo metadata: no packages")?;
     let dir_of = |p: &serde_json::Value| -> Option<PathBuf> {
         Path::new(p["manifest_path"].as_str()?).parent().map(Path::to_path_buf)
@@ -73,7 +79,7 @@ pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
     let by_dir: BTreeMap<PathBuf, &serde_json::Value> = packages.iter().filter_map(|p| Some((dir_of(p)?, p))).collect();
     let mut todo: Vec<PathBuf> = packages
         .iter()
-        .filter(|p| [Target::Subject, Target::DatastoreServer].iter().any(|t| p["name"] == t.package()))
+        .filter(|p| crate::run::lock::roots().iter().any(|r| p["name"] == *r))
         .filter_map(dir_of)
         .collect();
     let mut seen = std::collections::BTreeSet::new();
@@ -95,7 +101,7 @@ pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
     Ok(seen.iter().filter_map(|d| Some(d.strip_prefix(&root).ok()?.to_string_lossy().into_owned())).collect())
 }
 
-use crate::spec::{Scale, Spec, Target};
+use crate::spec::{Scale, Spec};
 
 /// The paths (relative to `root`) whose content decides what a run of the
 /// spec at `spec_path` measures: the measured crates ([`measured_crates`]),
