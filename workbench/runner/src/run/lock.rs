@@ -136,8 +136,22 @@ pub fn links_same(root: &Path, then: &str) -> bool {
 /// other platforms are never downloaded, and metadata of all would need them).
 pub fn resolved_features(root: &Path) -> Result<String> {
     let host = host_triple()?;
-    let meta = crate::run::provenance::cargo_metadata(root, &["--locked", "--filter-platform", &host])?;
+    let meta = cargo_metadata(root, &["--locked", "--filter-platform", &host])?;
     features_of_closure(&meta, &roots())
+}
+
+/// `cargo metadata --format-version 1 --offline` in `root` with `args`, parsed.
+pub fn cargo_metadata(root: &Path, args: &[&str]) -> Result<serde_json::Value> {
+    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("running cargo metadata in {}", root.display()))?;
+    if !out.status.success() {
+        bail!("cargo metadata in {} failed: {}", root.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")
 }
 
 /// The platform rustc compiles for by default (`rustc -vV`'s `host:`).

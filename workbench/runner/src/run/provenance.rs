@@ -52,26 +52,12 @@ pub fn busy_between(
     busy
 }
 
-/// `cargo metadata --format-version 1 --offline` in `root` with `args`, parsed.
-pub fn cargo_metadata(root: &Path, args: &[&str]) -> Result<serde_json::Value> {
-    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .with_context(|| format!("running cargo metadata in {}", root.display()))?;
-    if !out.status.success() {
-        bail!("cargo metadata in {} failed: {}", root.display(), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")
-}
-
 /// The workspace packages whose code the measured binaries are compiled
 /// from: the targets' packages (the subject's, the server's) and every
 /// workspace crate they depend on (not through dev-dependencies), as
 /// directories relative to `root`, from `cargo metadata` (no hand-kept list).
 pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
-    let meta = cargo_metadata(root, &["--no-deps"])?;
+    let meta = crate::run::lock::cargo_metadata(root, &["--no-deps"])?;
     let packages = meta["packages"].as_array().context("cargo metadata: no packages")?;
     let dir_of = |p: &serde_json::Value| -> Option<PathBuf> {
         Path::new(p["manifest_path"].as_str()?).parent().map(Path::to_path_buf)
