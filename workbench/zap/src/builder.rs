@@ -16,6 +16,9 @@ pub trait Storage {
     fn extend_from(&mut self, data: &[u8]) -> bool;
     /// Total room, for error messages.
     fn capacity(&self) -> usize;
+    /// Shortens the storage to `len` bytes (no-op when shorter), keeping
+    /// what the kept bytes hold: a typed root reuses them unzeroed.
+    fn truncate(&mut self, len: usize);
 }
 
 impl Storage for Vec<u8> {
@@ -51,6 +54,10 @@ impl Storage for Vec<u8> {
     }
     fn capacity(&self) -> usize {
         usize::MAX
+    }
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len)
     }
 }
 
@@ -93,6 +100,10 @@ impl Storage for SliceStorage<'_> {
     fn capacity(&self) -> usize {
         self.buf.len()
     }
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
 }
 
 /// Builds one message at a time into its storage.
@@ -101,11 +112,31 @@ impl Storage for SliceStorage<'_> {
 /// a message of a given shape has been built, building another of the same
 /// shape performs no allocation. Errors (only possible over a slice) are
 /// sticky and reported by `finish`.
+///
+/// PERF: a typed root ([`Builder::root`]) whose header and fixed section fit
+/// in the previous message's bytes reuses them without zeroing them first;
+/// `finish` then zeroes what this message did not write (the padding between
+/// fields, and every field no setter was called for), which the setters
+/// record in a mask the compiler folds to a constant. Zeroing the vote's
+/// 176 bytes before writing 145 of them again made two passes of stores over
+/// the same lines where a memcpy of the message makes one: without it the
+/// encode went 5.6 → 5.0 ns at 0 B and 7.9 → 6.5 ns at 64 B (codec-speed's
+/// rounds, 3 processes, system allocator, x86-64-v3; 2.4× → 2.0× a memcpy
+/// of the 240-byte message). It depends
+/// on the builder being reused for messages at least as long; a first
+/// message, a longer one, an untyped root and a nested struct are zeroed
+/// when reserved, as before. What a setter wrote is known to the typed
+/// builder alone (a local mask, which the compiler folds), so a typed root
+/// must end in its own `finish`: [`Builder::finish`] after one was dropped
+/// unfinished is [`Error::RootUnfinished`], not a message holding stale bytes.
 pub struct Builder<S: Storage = Vec<u8>> {
     buf: S,
     version: u16,
     flags: u16,
     error: Option<Error>,
+    /// The root's schema while its fixed section holds the previous
+    /// message's bytes, until its typed `finish` zeroes what it did not write.
+    unsealed: Option<&'static str>,
 }
 
 impl Default for Builder<Vec<u8>> {
@@ -120,14 +151,14 @@ impl Builder<Vec<u8>> {
     }
     /// A builder whose first message of up to `cap` bytes allocates once, here.
     pub fn with_capacity(cap: usize) -> Self {
-        Builder { buf: Vec::with_capacity(cap), version: VERSION_1, flags: 0, error: None }
+        Builder { buf: Vec::with_capacity(cap), version: VERSION_1, flags: 0, error: None, unsealed: None }
     }
 }
 
 impl<'s> Builder<SliceStorage<'s>> {
     /// A builder writing into `buf`; it never allocates.
     pub fn over(buf: &'s mut [u8]) -> Self {
-        Builder { buf: SliceStorage { buf, len: 0 }, version: VERSION_1, flags: 0, error: None }
+        Builder { buf: SliceStorage { buf, len: 0 }, version: VERSION_1, flags: 0, error: None, unsealed: None }
     }
 }
 
@@ -146,20 +177,29 @@ impl<S: Storage> Builder<S> {
     /// Starts a new message whose root is a `T`, discarding the previous one.
     #[inline]
     pub fn root<T: Schema>(&mut self) -> T::Builder<'_, S> {
-        let pos = self.start_root(T::SIZE);
-        T::builder(StructBuilder { b: self, pos, size: T::SIZE })
+        let n = HEADER_LEN + T::SIZE;
+        let pos = if T::FIELDS.len() <= 64 && self.buf.as_slice().len() >= n {
+            self.error = None;
+            self.buf.truncate(n);
+            self.unsealed = Some(T::NAME);
+            HEADER_LEN
+        } else {
+            self.start_root(T::SIZE)
+        };
+        T::builder(StructBuilder { b: self, pos, size: T::SIZE, fields: T::FIELDS, set: 0 })
     }
 
     /// Starts a new message with an untyped root struct of `size` bytes.
     pub fn root_struct(&mut self, size: usize) -> StructBuilder<'_, S> {
         let pos = self.start_root(size);
-        StructBuilder { b: self, pos, size }
+        StructBuilder { b: self, pos, size, fields: &[], set: 0 }
     }
 
     #[inline]
     fn start_root(&mut self, size: usize) -> usize {
         self.buf.clear();
         self.error = None;
+        self.unsealed = None;
         self.reserve(HEADER_LEN + size);
         HEADER_LEN
     }
@@ -210,9 +250,41 @@ impl<S: Storage> Builder<S> {
         }
     }
 
+    /// Zeroes the bytes of a reused root's fixed section that this message
+    /// did not write: the gaps between `fields` (offset, size), and each
+    /// field whose bit is not in `set`.
+    #[inline]
+    fn seal(&mut self, fields: &[(usize, usize)], size: usize, set: u64) {
+        self.unsealed = None;
+        let mut end = 0;
+        for (i, &(off, len)) in fields.iter().enumerate() {
+            if off > end {
+                self.zero(end, off - end);
+            }
+            if i >= 64 || set & (1 << i) == 0 {
+                self.zero(off, len);
+            }
+            end = off + len;
+        }
+        if size > end {
+            self.zero(end, size - end);
+        }
+    }
+
+    #[inline]
+    fn zero(&mut self, off: usize, len: usize) {
+        let at = HEADER_LEN + off;
+        if let Some(dst) = self.buf.as_mut_slice().get_mut(at..at + len) {
+            dst.fill(0);
+        }
+    }
+
     /// Writes the header and returns the finished message.
     #[inline]
     pub fn finish(&mut self) -> Result<&[u8], Error> {
+        if let Some(schema) = self.unsealed {
+            return Err(Error::RootUnfinished { schema });
+        }
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -234,13 +306,25 @@ pub struct StructBuilder<'b, S: Storage> {
     b: &'b mut Builder<S>,
     pos: usize,
     size: usize,
+    /// The struct's fields (offset, size), to record which were written;
+    /// empty for an untyped or nested struct, whose bytes were zeroed.
+    fields: &'static [(usize, usize)],
+    /// Bit `i` set once `fields[i]` was written.
+    set: u64,
 }
 
 impl<'b, S: Storage> StructBuilder<'b, S> {
+    /// Records that the field at `off` was written (a constant, once inlined).
+    #[inline]
+    fn mark(&mut self, off: usize) {
+        self.set |= crate::schema::field_bit(self.fields, off);
+    }
+
     /// Writes a little-endian scalar at offset `off` of the fixed section.
     #[inline]
     pub fn set_scalar<const N: usize>(&mut self, off: usize, le: [u8; N]) {
         debug_assert!(off + N <= self.size, "scalar past struct end");
+        self.mark(off);
         self.b.write_at(self.pos + off, &le);
     }
 
@@ -248,10 +332,12 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
     #[inline]
     pub fn set_array(&mut self, off: usize, data: &[u8]) {
         debug_assert!(off + data.len() <= self.size, "array past struct end");
+        self.mark(off);
         self.b.write_at(self.pos + off, data);
     }
 
     fn set_slot(&mut self, off: usize, target: usize, count: usize) {
+        self.mark(off);
         let slot = self.pos + off;
         let (Ok(rel), Ok(count)) = (u32::try_from(target - slot), u32::try_from(count)) else {
             self.b.error.get_or_insert(Error::MessageTooLarge { len: target.saturating_add(count) });
@@ -279,6 +365,7 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
     }
 
     fn set_slot_null(&mut self, off: usize) {
+        self.mark(off);
         self.b.write_at(self.pos + off, &[0u8; 8]);
     }
 
@@ -305,6 +392,7 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
     /// Appends a zeroed nested struct of `size` bytes (8-aligned), points the
     /// 4-byte slot at `off` to it, and returns a builder for it.
     pub fn child(&mut self, off: usize, size: usize) -> StructBuilder<'_, S> {
+        self.mark(off);
         let slot = self.pos + off;
         let pos = match self.b.pad_to(8).and_then(|_| self.b.reserve(size)) {
             Some(at) => {
@@ -320,11 +408,16 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
             // `finish` reports the error.
             None => usize::MAX / 2,
         };
-        StructBuilder { b: self.b, pos, size }
+        StructBuilder { b: self.b, pos, size, fields: &[], set: 0 }
     }
 
-    /// Writes the header and returns the finished message.
+    /// Zeroes what a reused root still holds of the previous message (see
+    /// [`Builder`]), writes the header and returns the finished message.
+    #[inline]
     pub fn finish(self) -> Result<&'b [u8], Error> {
+        if self.pos == HEADER_LEN && self.b.unsealed.is_some() {
+            self.b.seal(self.fields, self.size, self.set);
+        }
         self.b.finish()
     }
 }

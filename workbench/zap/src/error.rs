@@ -27,6 +27,10 @@ pub enum Error {
     BufferFull { needed: usize, capacity: usize },
     /// A message grew past the 4 GiB that u32 offsets can address.
     MessageTooLarge { len: usize },
+    /// [`Builder::finish`](crate::Builder::finish) after a typed root was
+    /// dropped before its own `finish`: its fixed section may still hold
+    /// the previous message's bytes where no setter wrote.
+    RootUnfinished { schema: &'static str },
 }
 
 impl fmt::Display for Error {
@@ -56,6 +60,10 @@ impl fmt::Display for Error {
                 write!(f, "builder needs {needed} bytes but the caller's buffer holds {capacity}")
             }
             Error::MessageTooLarge { len } => write!(f, "message of {len} bytes exceeds the u32 offsets of the format"),
+            Error::RootUnfinished { schema } => write!(
+                f,
+                "the root {schema} was dropped before its own finish, so which of its fields were written is unknown; end it with its finish"
+            ),
         }
     }
 }

@@ -12,6 +12,8 @@ pub trait Schema {
     const NAME: &'static str;
     /// Size of the fixed section, rounded up to 8.
     const SIZE: usize;
+    /// Each field's (offset, size) in the fixed section, in declaration order.
+    const FIELDS: &'static [(usize, usize)];
     type Reader<'a>;
     type Builder<'b, S: Storage + 'b>;
     fn reader(s: StructReader<'_>) -> Self::Reader<'_>;
@@ -221,6 +223,19 @@ impl<T: Schema> FieldType for Ptr<T> {
     }
 }
 
+/// The bit a builder records field `off` of `fields` by (`1 << i`; 0 past
+/// the 64th field, whose struct is zeroed when reserved instead).
+pub const fn field_bit(fields: &[(usize, usize)], off: usize) -> u64 {
+    let mut i = 0;
+    while i < fields.len() && i < 64 {
+        if fields[i].0 == off {
+            return 1 << i;
+        }
+        i += 1;
+    }
+    0
+}
+
 /// Rounds `n` up to a multiple of `align` (a power of two), usable in consts.
 pub const fn align_up(n: usize, align: usize) -> usize {
     (n + align - 1) & !(align - 1)
@@ -271,6 +286,7 @@ macro_rules! zap_struct {
         impl $crate::Schema for $name {
             const NAME: &'static str = stringify!($name);
             const SIZE: usize = $name::SIZE;
+            const FIELDS: &'static [(usize, usize)] = &[$(($name::$field, <$ty as $crate::FieldType>::SIZE)),*];
             type Reader<'a> = $reader<'a>;
             type Builder<'b, S: $crate::Storage + 'b> = $builder<'b, S>;
             fn reader(s: $crate::StructReader<'_>) -> $reader<'_> {
@@ -315,6 +331,7 @@ macro_rules! zap_struct {
                 }
             )*
             /// Writes the header and returns the finished message.
+            #[inline]
             pub fn finish(self) -> Result<&'b [u8], $crate::Error> {
                 self.s.finish()
             }
