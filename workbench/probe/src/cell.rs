@@ -18,8 +18,10 @@ pub struct Cell {
     /// Codec or transport stack name, as registered in `subjects`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub codec: String,
-    /// Bytes of optional payload carried by each vote (0 = none).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// Bytes of optional payload carried by each vote (0 = none). Written
+    /// even when 0: subjects built from older commits require it, and
+    /// `workbench history` drives them with these cells.
+    #[serde(default)]
     pub payload: usize,
     /// Measured messages (or round trips).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
@@ -42,10 +44,6 @@ pub struct Cell {
     /// The spec's `[quick.params]` / `[full.params]` table, passed as is.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, serde_json::Value>,
-}
-
-fn is_zero(v: &usize) -> bool {
-    *v == 0
 }
 
 fn is_zero_u64(v: &u64) -> bool {

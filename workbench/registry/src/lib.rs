@@ -21,8 +21,10 @@
 //!   their properties; [`Experiment::check_params`]: a spec's `[params]`
 //!   read by the experiment's own `Params` type (`records::…::Params`).
 //! - `with_record!`: the one match from an experiment to its record type,
-//!   behind [`Experiment::check_record`], [`Experiment::columns`] and
+//!   behind [`Experiment::decode_record`], [`Experiment::columns`] and
 //!   (feature `schema`) `Experiment::record_schema`.
+//! - [`AnyRecord`]: a record of any experiment, typed, as the runner
+//!   carries it to the dataset; [`RecordType`] takes one type back out.
 //! - [`Codec`], [`Transport`], [`display_name`]: what a subject experiment
 //!   runs over (name, label, idiom mark), so that the CLI can validate a
 //!   spec and label a table without linking the subjects.
@@ -330,11 +332,24 @@ macro_rules! with_record {
 
 impl Experiment {
     /// Decodes one line its measured binary printed into the experiment's
-    /// record type (`records::…`): the runner checks every line as it
+    /// record type (`records::…`): the runner decodes every line as it
     /// arrives, and every finished cell on resume, so a line no report could
-    /// read fails its cell there, naming the field, not at render time.
+    /// read fails its cell there, naming the field, not at render time. A
+    /// line the runner wrote for a build that failed
+    /// ([`records::runner::BuildFailed`], `kind = "build-failed"`) decodes
+    /// as one where the experiment's own type has no such record.
+    pub fn decode_record(self, line: &str) -> Result<AnyRecord, serde_json::Error> {
+        let own = with_record!(self, R => serde_json::from_str::<R>(line).map(AnyRecord::from));
+        own.or_else(|e| {
+            serde_json::from_str::<Failed<String>>(line)
+                .map(|f| AnyRecord::BuildFailed(records::runner::BuildFailed { error: f.error }))
+                .map_err(|_| e)
+        })
+    }
+
+    /// [`Experiment::decode_record`], the record dropped.
     pub fn check_record(self, line: &str) -> Result<(), serde_json::Error> {
-        with_record!(self, R => serde_json::from_str::<R>(line).map(drop))
+        self.decode_record(line).map(drop)
     }
 
     /// Which columns of its records tell cells apart, count exactly, or
@@ -356,6 +371,79 @@ impl Experiment {
         let (rust_type, record) = with_record!(self, R => (std::any::type_name::<R>(), schemars::schema_for!(R)));
         RecordSchema { rust_type, record, cell: schemars::schema_for!(records::CellFields) }
     }
+}
+
+/// Declares [`AnyRecord`] once over every record type: its variants, the
+/// conversions in and out ([`RecordType`]), and its serialised form, which
+/// is each type's own (so a line reads back as it was printed).
+macro_rules! any_record {
+    ($($(#[$doc:meta])* $v:ident($t:ty);)*) => {
+        /// One record of any experiment, typed: what the runner carries from
+        /// the line a cell printed to the dataset's writer, never a map of
+        /// JSON values in between ([`Experiment::decode_record`]).
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum AnyRecord {
+            $($(#[$doc])* $v($t),)*
+            /// A build stage that could not be built, written by the runner.
+            BuildFailed(records::runner::BuildFailed),
+        }
+
+        $(
+            impl From<$t> for AnyRecord {
+                fn from(r: $t) -> AnyRecord {
+                    AnyRecord::$v(r)
+                }
+            }
+
+            impl RecordType for $t {
+                fn of(any: &AnyRecord) -> Option<&$t> {
+                    match any {
+                        AnyRecord::$v(r) => Some(r),
+                        _ => None,
+                    }
+                }
+            }
+        )*
+
+        impl Serialize for AnyRecord {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(AnyRecord::$v(r) => r.serialize(s),)*
+                    AnyRecord::BuildFailed(f) => Failed { error: f.error.as_str() }.serialize(s),
+                }
+            }
+        }
+    };
+}
+
+any_record! {
+    AllocProfile(records::subject::AllocProfile);
+    HeapGrowth(records::subject::HeapGrowth);
+    SamplingAccuracy(records::subject::SamplingAccuracy);
+    CodecSpeed(records::subject::CodecSpeed);
+    RoundTrip(records::subject::RoundTrip);
+    DatastoreQueries(records::server::datastore_queries::Record);
+    BuildStages(records::server::build_stages::Record);
+    ConnectionScaling(records::server::connection_scaling::Record);
+    PipelineDepth(records::server::pipeline_depth::Record);
+    IoWakeup(records::server::io_wakeup::Record);
+    ServerHeapGrowth(records::server::server_heap_growth::Record);
+    RequestCost(records::server::request_cost::Record);
+    FaultSoak(records::server::fault_soak::Record);
+    Throughput(records::server::throughput::Record);
+}
+
+/// A record type of [`AnyRecord`]: the one it holds, if it holds this one.
+pub trait RecordType: Sized {
+    fn of(any: &AnyRecord) -> Option<&Self>;
+}
+
+/// A [`records::runner::BuildFailed`] as the runner writes it: tagged by
+/// `kind` ([`records::runner::BUILD_FAILED`]) like the records beside it.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename = "build-failed")]
+struct Failed<S> {
+    error: S,
 }
 
 /// An experiment's record type as JSON Schema ([`Experiment::record_schema`]).
@@ -651,6 +739,32 @@ mod tests {
         // The subject's experiments take none.
         assert!(Experiment::AllocProfile.check_params(&params(r#"{"rows": 1}"#)).is_err());
         Experiment::AllocProfile.check_params(&params("{}")).unwrap();
+    }
+
+    #[test]
+    fn a_record_reads_back_as_its_type_and_writes_as_it_was_printed() {
+        let line = r#"{"msg":3,"phase":"decode","wire_bytes":240,"allocs":2,"bytes":96,"bytes_freed":null}"#;
+        let r = Experiment::AllocProfile.decode_record(line).unwrap();
+        let typed = records::subject::AllocProfile::of(&r).unwrap();
+        assert_eq!((typed.msg, typed.allocs), (3, Some(2)));
+        assert!(records::subject::CodecSpeed::of(&r).is_none());
+        let back: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(back, serde_json::from_str::<serde_json::Value>(line).unwrap());
+        // A field the type lacks is named; so is a missing one.
+        let e = Experiment::AllocProfile.decode_record(r#"{"msg":3}"#).unwrap_err().to_string();
+        assert!(e.contains("phase"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_build_is_a_record_of_any_experiment() {
+        let failed = AnyRecord::BuildFailed(records::runner::BuildFailed { error: "lld: not found".into() });
+        let line = serde_json::to_string(&failed).unwrap();
+        assert!(line.contains(records::runner::BUILD_FAILED), "{line}");
+        assert_eq!(Experiment::Throughput.decode_record(&line).unwrap(), failed);
+        // build-stages' own type holds it: read back as that.
+        let staged = Experiment::BuildStages.decode_record(&line).unwrap();
+        assert!(matches!(staged, AnyRecord::BuildStages(_)), "{staged:?}");
+        assert_eq!(serde_json::to_string(&staged).unwrap(), line);
     }
 
     #[test]

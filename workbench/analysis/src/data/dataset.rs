@@ -132,7 +132,17 @@ pub struct FrameBuilder {
 }
 
 impl FrameBuilder {
+    /// Adds a typed record as a row: its fields as its type serialises them
+    /// (the form a cell's line has), the cell's fields beside them.
     pub fn push(&mut self, r: &Record) -> Result<()> {
+        match serde_json::to_value(r)? {
+            Value::Object(m) => self.push_fields(&m),
+            other => bail!("a record serialised as {other}, not as an object"),
+        }
+    }
+
+    /// Adds one row of named values (a record as serialised, a notebook's row).
+    pub fn push_fields(&mut self, r: &serde_json::Map<String, Value>) -> Result<()> {
         for (k, v) in r {
             let i = match self.index.get(k) {
                 Some(&i) => i,
@@ -161,11 +171,12 @@ impl FrameBuilder {
     }
 }
 
-/// Builds a frame from records in memory (see [`FrameBuilder`]).
-pub fn frame_from_records(records: &[Record]) -> Result<DataFrame> {
+/// Builds a frame from rows of named values in memory (a report's test
+/// fixture, a notebook's rows; see [`FrameBuilder`]).
+pub fn frame_from_fields(rows: &[serde_json::Map<String, Value>]) -> Result<DataFrame> {
     let mut b = FrameBuilder::default();
-    for r in records {
-        b.push(r)?;
+    for r in rows {
+        b.push_fields(r)?;
     }
     b.finish()
 }
@@ -282,7 +293,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rec(v: Value) -> Record {
+    fn rec(v: Value) -> serde_json::Map<String, Value> {
         v.as_object().unwrap().clone()
     }
 
@@ -293,7 +304,7 @@ mod tests {
             rec(json!({"codec": "json-rpc", "msg": 1, "allocs": 12, "bytes": 3072, "t": 2})),
             rec(json!({"codec": "zap", "msg": 2, "delta": -4})),
         ];
-        let mut df = frame_from_records(&records).unwrap();
+        let mut df = frame_from_fields(&records).unwrap();
         assert_eq!(
             df.get_column_names().iter().map(|n| n.as_str()).collect::<Vec<_>>(),
             ["allocs", "bytes", "codec", "msg", "t", "delta"]
@@ -315,7 +326,7 @@ mod tests {
 
     #[test]
     fn mixed_types_name_the_column() {
-        let e = frame_from_records(&[rec(json!({"x": 1})), rec(json!({"x": "a"}))]).unwrap_err();
+        let e = frame_from_fields(&[rec(json!({"x": 1})), rec(json!({"x": "a"}))]).unwrap_err();
         assert!(e.to_string().contains("column `x`"), "{e}");
     }
 }

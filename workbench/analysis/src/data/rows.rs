@@ -217,7 +217,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::dataset::frame_from_records;
+    use crate::data::dataset::frame_from_fields;
     use records::subject::{AllocProfile, Phase};
     use serde_json::json;
 
@@ -239,7 +239,7 @@ mod tests {
         m.insert("payload".into(), json!(64));
         let mut other = m.clone();
         other.insert("bytes".into(), json!(4.0));
-        let df = frame_from_records(&[m.clone(), other]).unwrap();
+        let df = frame_from_fields(&[m.clone(), other]).unwrap();
         let cols = Columns::of(&df).unwrap();
         let rows: Vec<Row<AllocProfile, &str>> = cols.rows().unwrap_or_else(|e| panic!("{e:#}"));
         assert_eq!(rows[0].record, a);
@@ -247,7 +247,7 @@ mod tests {
         // A whole number in a float column reads as an integer …
         assert_eq!(rows[1].record.bytes, Some(4));
         // … and a fraction does not: an integer field refuses 1.5, naming the row.
-        let df = frame_from_records(&[m.clone(), {
+        let df = frame_from_fields(&[m.clone(), {
             let mut o = m.clone();
             o.insert("wire_bytes".into(), json!(1.5));
             o
@@ -264,7 +264,7 @@ mod tests {
         let mut v = serde_json::to_value(&t).unwrap();
         v.as_object_mut().unwrap().insert("variant".into(), json!("system"));
         v.as_object_mut().unwrap().insert("rep".into(), json!(0));
-        let df = frame_from_records(&[v.as_object().unwrap().clone()]).unwrap();
+        let df = frame_from_fields(&[v.as_object().unwrap().clone()]).unwrap();
         let cols = Columns::of(&df).unwrap();
         let rows: Vec<Row<Record, &str>> = cols.rows().unwrap();
         assert_eq!(rows[0].record, t);

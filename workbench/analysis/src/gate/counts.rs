@@ -10,8 +10,7 @@ use crate::data::dataset::Record;
 use anyhow::{Context, Result};
 use records::server::server_heap_growth;
 use records::subject::{AllocProfile, RoundTrip};
-use registry::Experiment;
-use serde::de::DeserializeOwned;
+use registry::{Experiment, RecordType};
 use std::collections::BTreeMap;
 
 /// One exact count of a cell: its total, and how many operations (messages,
@@ -75,12 +74,13 @@ pub fn gated(name: &str) -> Option<&'static Gated> {
     GATED.iter().find(|g| g.experiment.name() == name)
 }
 
-fn typed<R: DeserializeOwned>(records: &[Record]) -> Result<Vec<R>> {
+fn typed<R: RecordType + Clone>(records: &[Record]) -> Result<Vec<R>> {
     records
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            serde_json::from_value(serde_json::Value::Object(r.clone()))
+            R::of(&r.record)
+                .cloned()
                 .with_context(|| format!("record {} is not a {}", i + 1, std::any::type_name::<R>()))
         })
         .collect()
@@ -146,8 +146,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rec(v: serde_json::Value) -> Record {
-        v.as_object().unwrap().clone()
+    /// A line of `e`'s as a cell's file holds it, read back as the runner does.
+    fn rec(e: Experiment, v: serde_json::Value) -> Record {
+        Record::decode(e, &v.to_string()).unwrap()
     }
 
     #[test]
@@ -155,8 +156,11 @@ mod tests {
         let rows: Vec<Record> = (0..3)
             .flat_map(|m| {
                 ["encode", "decode"].map(|p| {
-                    rec(json!({"msg": m, "phase": p, "wire_bytes": 10, "allocs": if p == "decode" { 2 } else { 0 },
-                               "bytes": 7, "bytes_freed": 0, "variant": "dhat", "rep": 0}))
+                    rec(
+                        Experiment::AllocProfile,
+                        json!({"msg": m, "phase": p, "wire_bytes": 10, "allocs": if p == "decode" { 2 } else { 0 },
+                               "bytes": 7, "bytes_freed": 0, "variant": "dhat", "rep": 0}),
+                    )
                 })
             })
             .collect();
@@ -169,9 +173,12 @@ mod tests {
     #[test]
     fn server_counts_exclude_start_up() {
         let s = |q: u64, a: u64| {
-            rec(json!({"kind": "sample", "workload": "ping", "queries": q, "total_allocs": a, "total_bytes": a * 10,
+            rec(
+                Experiment::ServerHeapGrowth,
+                json!({"kind": "sample", "workload": "ping", "queries": q, "total_allocs": a, "total_bytes": a * 10,
                        "peak_heap_bytes": 500, "live_heap_bytes": 1, "jemalloc_allocated": null,
-                       "jemalloc_active": null, "jemalloc_resident": null, "rss_bytes": 1}))
+                       "jemalloc_active": null, "jemalloc_resident": null, "rss_bytes": 1, "variant": "dhat", "rep": 0}),
+            )
         };
         let c = server_heap_growth(&[s(100, 900), s(0, 400), s(50, 650)]).unwrap();
         assert_eq!(c["ping.allocs"], Count { value: 500, per: 100 });
@@ -181,7 +188,9 @@ mod tests {
 
     #[test]
     fn a_record_of_another_experiment_is_an_error() {
-        let e = transport_alloc(&[rec(json!({"kind": "sample"}))]).unwrap_err();
+        let alloc = json!({"msg": 0, "phase": "encode", "wire_bytes": 10, "allocs": 0, "bytes": 0, "bytes_freed": 0,
+                           "variant": "dhat", "rep": 0});
+        let e = transport_alloc(&[rec(Experiment::AllocProfile, alloc)]).unwrap_err();
         assert!(format!("{e:#}").contains("record 1 is not a records::subject::RoundTrip"), "{e:#}");
     }
 }

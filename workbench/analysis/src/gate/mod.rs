@@ -76,11 +76,10 @@ pub fn suite(root: &Path) -> Result<Vec<GateCell>> {
             )
         })?;
         for planned in runner::plan_with(&spec, settings, &["dhat".to_string()])? {
-            let unit =
-                match (planned.fields.get(records::columns::CODEC), planned.fields.get(records::columns::PAYLOAD)) {
-                    (Some(c), Some(p)) => format!("{}-p{p}", c.as_str().unwrap_or("?")),
-                    _ => "server".to_string(),
-                };
+            let unit = match (&planned.fields.codec, planned.fields.payload) {
+                (Some(c), Some(p)) => format!("{c}-p{p}"),
+                _ => "server".to_string(),
+            };
             let unit = if planned.rep > 0 { format!("{unit}-r{}", planned.rep) } else { unit };
             out.push(GateCell { id: CellId { dataset: spec.dataset().to_string(), unit }, planned, gated });
         }
@@ -675,7 +674,7 @@ mod tests {
             assert!(transport.contains(&format!("{}-p0", t.name())), "transport-alloc gates no {}", t.name());
         }
         let server = cells.iter().find(|c| c.id.dataset == "server-heap-growth").expect("a server cell");
-        let workloads = server.planned.cell["params"]["workloads"].as_array().unwrap().clone();
+        let workloads = server.planned.cell.params["workloads"].as_array().unwrap().clone();
         for (q, _) in records::server::QUERIES {
             assert!(workloads.iter().any(|w| w == q), "the server's gate cell does not run {q} alone");
         }

@@ -72,12 +72,11 @@ pub fn value_in(dir: &Path, cell: &Planned, metric: &str, filters: &[(String, St
     }
     let mut text: Vec<(&str, &str)> = vec![(records::columns::VARIANT, cell.variant.as_str())];
     let mut nums: Vec<(&str, u64)> = vec![(records::columns::REP, u64::from(cell.rep))];
-    for (k, v) in &cell.fields {
-        match v {
-            serde_json::Value::String(s) => text.push((k, s)),
-            serde_json::Value::Number(x) => nums.push((k, x.as_u64().context("a cell's numeric field")?)),
-            _ => {}
-        }
+    if let Some(codec) = &cell.fields.codec {
+        text.push((records::columns::CODEC, codec));
+    }
+    if let Some(payload) = cell.fields.payload {
+        nums.push((records::columns::PAYLOAD, payload));
     }
     for (k, v) in filters {
         match v.parse::<u64>() {

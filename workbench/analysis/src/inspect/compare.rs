@@ -690,7 +690,7 @@ mod tests {
             let r = serde_json::json!({"codec": "zap", "payload": 0, "variant": "system", "ns": t});
             records.push(r.as_object().unwrap().clone());
         }
-        Run::new(std::path::PathBuf::from(name), manifest, crate::data::dataset::frame_from_records(&records).unwrap())
+        Run::new(std::path::PathBuf::from(name), manifest, crate::data::dataset::frame_from_fields(&records).unwrap())
     }
 
     /// `n` draws from uniform(centre ± 10%), deterministic per seed.
@@ -751,7 +751,7 @@ mod tests {
                     records.push(r.as_object().unwrap().clone());
                 }
             }
-            let frame = crate::data::dataset::frame_from_records(&records).unwrap();
+            let frame = crate::data::dataset::frame_from_fields(&records).unwrap();
             Run::new(std::path::PathBuf::from(name), manifest, frame)
         };
         let c = compare(&server("a", 0), &server("b", 0), 0.05).unwrap();

@@ -30,11 +30,7 @@ pub fn run<R: Serialize>(experiment: &str, params: Option<serde_json::Value>, ro
             m
         })
         .collect();
-    Run::new(
-        std::path::PathBuf::from(experiment),
-        manifest,
-        crate::data::dataset::frame_from_records(&records).unwrap(),
-    )
+    Run::new(std::path::PathBuf::from(experiment), manifest, crate::data::dataset::frame_from_fields(&records).unwrap())
 }
 
 /// A server cell's fields.

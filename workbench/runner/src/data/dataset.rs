@@ -7,14 +7,32 @@
 use crate::data::manifest::Manifest;
 use crate::spec::Scale;
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use registry::{AnyRecord, Experiment};
 use std::path::{Path, PathBuf};
 
 /// A run's records, in its directory.
 pub const RECORDS: &str = "records.parquet";
 
-/// One record as a subject printed it, plus the cell fields the runner adds.
-pub type Record = serde_json::Map<String, Value>;
+/// One record as the cell's process printed it, decoded into its
+/// experiment's type, and the fields the runner adds to it: typed from the
+/// line a cell prints to the dataset's writer. Serialised flat, as one
+/// object (a cell's `.jsonl` line, a row of the dataset).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Record {
+    #[serde(flatten)]
+    pub record: AnyRecord,
+    #[serde(flatten)]
+    pub cell: records::CellFields,
+}
+
+impl Record {
+    /// Reads a line back (a cell's process printed it, or a cell's file
+    /// holds it): the record as `experiment`'s type, the cell's fields from
+    /// the same object. The error names the field at fault.
+    pub fn decode(experiment: Experiment, line: &str) -> Result<Record, serde_json::Error> {
+        Ok(Record { record: experiment.decode_record(line)?, cell: serde_json::from_str(line)? })
+    }
+}
 
 /// Where a run's records go as the runner reads them back from its cells,
 /// in order, and the file they end as ([`RECORDS`]). The runner links no

@@ -22,7 +22,6 @@ use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use probe::Cell;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -76,10 +75,10 @@ pub struct Planned {
     pub target: Target,
     pub variant: String,
     pub rep: u32,
-    /// What the cell process is given ([`probe::Cell`], as JSON).
-    pub cell: Value,
-    /// Fields added to each of its records (the cell's axes), beside variant and rep.
-    pub fields: Record,
+    /// What the cell process is given (`--cell`, as JSON).
+    pub cell: Cell,
+    /// The fields added to each of its records: its build, repetition and axes.
+    pub fields: records::CellFields,
     /// Messages it sends, for the progress bar (0: the process says).
     pub total: u64,
 }
@@ -104,7 +103,7 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
             };
             for variant in order {
                 // `work_dir` and `trace` are filled in when the cell runs.
-                let cell = serde_json::to_value(Cell {
+                let cell = Cell {
                     experiment: spec.experiment,
                     codec: String::new(),
                     payload: 0,
@@ -115,7 +114,7 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
                     trace: None,
                     work_dir: None,
                     params: s.params.clone(),
-                })?;
+                };
                 let id = registry::CellId::Server { experiment: spec.experiment, variant: variant.clone(), rep };
                 out.push(Planned {
                     id: id.to_string(),
@@ -124,7 +123,12 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
                     variant: variant.clone(),
                     rep,
                     cell,
-                    fields: Record::new(),
+                    fields: records::CellFields {
+                        variant: variant.clone(),
+                        rep: u64::from(rep),
+                        codec: None,
+                        payload: None,
+                    },
                     total: 0,
                 });
             }
@@ -155,14 +159,12 @@ pub fn plan_with(spec: &Spec, s: &crate::spec::Settings, variants: &[String]) ->
                         work_dir: None,
                         params: s.params.clone(),
                     };
-                    let mut cell = serde_json::to_value(cell)?;
-                    // NOTE: written even when 0 (the Cell omits it then): older
-                    // subjects require it, and `workbench history` drives
-                    // binaries built from older commits with these cells.
-                    cell["payload"] = Value::from(payload);
-                    let mut fields = Record::new();
-                    fields.insert(records::columns::CODEC.into(), Value::from(codec.clone()));
-                    fields.insert(records::columns::PAYLOAD.into(), Value::from(payload as u64));
+                    let fields = records::CellFields {
+                        variant: variant.clone(),
+                        rep: u64::from(rep),
+                        codec: Some(codec.clone()),
+                        payload: Some(payload as u64),
+                    };
                     out.push(Planned {
                         id,
                         experiment: spec.experiment,
@@ -386,14 +388,7 @@ pub(crate) fn cell_damage(staging: &Path, p: &Planned) -> Option<String> {
     let mut n = 0;
     for (i, line) in text.lines().enumerate() {
         // The runner's own record for a stage it could not build, or the cell's.
-        let decoded = serde_json::from_str::<Record>(line).and_then(|r| {
-            if r.get(records::columns::KIND).and_then(Value::as_str) == Some(records::runner::BUILD_FAILED) {
-                Ok(())
-            } else {
-                p.experiment.check_record(line)
-            }
-        });
-        if let Err(e) = decoded {
+        if let Err(e) = Record::decode(p.experiment, line) {
             return Some(format!("{}:{}: {e}", path.display(), i + 1));
         }
         n += 1;
@@ -544,11 +539,8 @@ fn run_cells(
             // machine lacks: the dataset says so with the tool's error.
             Err(e) if variants::get(&p.variant).is_some_and(|v| v.pgo || v.bolt) => {
                 say(multi, format!("{}: {} not built: {e:#}", spec.dataset(), p.variant));
-                let mut r = p.fields.clone();
                 let failed = records::runner::BuildFailed { error: format!("{e:#}") };
-                r.extend(serde_json::to_value(&failed)?.as_object().cloned().unwrap_or_default());
-                r.insert(records::columns::KIND.into(), Value::from(records::runner::BUILD_FAILED));
-                add_cell(&mut r, p);
+                let r = Record { record: registry::AnyRecord::BuildFailed(failed), cell: p.fields.clone() };
                 dataset::write_atomic(&out, format!("{}\n", serde_json::to_string(&r)?).as_bytes())?;
                 overall.inc(1);
                 continue;
@@ -616,7 +608,7 @@ pub(crate) fn assemble(
         let path = cell_file(staging, &p.id, "jsonl");
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
-            let r: Record = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+            let r = Record::decode(p.experiment, line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
             sink.push(&r).with_context(|| format!("{}:{}", path.display(), i + 1))?;
             n_records += 1;
         }
@@ -731,12 +723,6 @@ pub fn say(multi: &MultiProgress, line: String) {
     }
 }
 
-/// Adds the cell's build and repetition to a record ([`records::CellFields`]).
-fn add_cell(r: &mut Record, p: &Planned) {
-    r.insert(records::columns::VARIANT.into(), Value::from(p.variant.clone()));
-    r.insert(records::columns::REP.into(), Value::from(p.rep));
-}
-
 /// Spawns one cell's process and returns its records with the cell's fields added.
 pub fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) -> Result<Vec<Record>> {
     let mut cell = p.cell.clone();
@@ -749,7 +735,7 @@ pub fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) 
         _ => None,
     };
     if let Some(ext) = trace {
-        cell["trace"] = Value::from(staging.join("traces").join(format!("{}.{ext}", p.id)).display().to_string());
+        cell.trace = Some(staging.join("traces").join(format!("{}.{ext}", p.id)));
     }
     // A server cell's scratch data (a loaded table) lives only as long as the cell.
     // NOTE: the pid zero-padded, so that the path's length (which the
@@ -757,7 +743,7 @@ pub fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) 
     // allocation gate compares bytes exactly.
     let work = std::env::temp_dir().join(format!("workbench-{:010}-{}", std::process::id(), p.id));
     if p.target == Target::DatastoreServer {
-        cell["work_dir"] = Value::from(work.display().to_string());
+        cell.work_dir = Some(work.clone());
     }
     let mut cmd = Command::new(bin);
     cmd.arg("--cell");
@@ -827,7 +813,7 @@ pub fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) 
     }
     let mut records = Vec::new();
     for (i, line) in stdout.lines().enumerate() {
-        p.experiment.check_record(line).with_context(|| {
+        let record = p.experiment.decode_record(line).with_context(|| {
             format!(
                 "cell {}: stdout line {} is not a {} record (log {})",
                 p.id,
@@ -836,13 +822,7 @@ pub fn run_cell(bin: &Path, p: &Planned, staging: &Path, multi: &MultiProgress) 
                 log_path.display()
             )
         })?;
-        let mut r: Record = serde_json::from_str(line)
-            .with_context(|| format!("cell {}: stdout line {} is not a JSON object", p.id, i + 1))?;
-        for (k, v) in &p.fields {
-            r.insert(k.clone(), v.clone());
-        }
-        add_cell(&mut r, p);
-        records.push(r);
+        records.push(Record { record, cell: p.fields.clone() });
     }
     if records.is_empty() {
         bail!("cell {} printed no records; log {}", p.id, log_path.display());
