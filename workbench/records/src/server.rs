@@ -648,6 +648,20 @@ pub mod request_cost {
     /// The kind whose server is the others' baseline: the same start, the
     /// same connection, calls that do no work.
     pub const BASELINE_KIND: &str = "ping";
+    /// The part before [`KIND_PART`] in the traces of the kinds served to
+    /// many clients at once (`<cell>-clients-<c>-kind-<name>.dhat.json`):
+    /// against the one-client traces, the sites whose cost per call changes
+    /// with concurrency.
+    pub const CLIENTS_PART: &str = "clients-";
+
+    /// The part of a cell's trace name that holds `kind`'s calls served to
+    /// `clients` clients at once (one: `kind-<name>`).
+    pub fn kind_part(clients: usize, kind: &str) -> String {
+        match clients {
+            1 => format!("{KIND_PART}{kind}"),
+            c => format!("{CLIENTS_PART}{c}-{KIND_PART}{kind}"),
+        }
+    }
 
     /// A line of the server's `--call-costs` file.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -73,7 +73,7 @@ fn idiom_pairs(run_dir: &Path) -> Result<Vec<Pair>> {
 /// alone) against the one that served as many pings, so the graph is what
 /// a call of that kind allocates beyond a call that does no work.
 fn kind_pairs(run_dir: &Path) -> Result<Vec<Pair>> {
-    use records::server::request_cost::{BASELINE_KIND, KIND_PART};
+    use records::server::request_cost::{BASELINE_KIND, CLIENTS_PART, KIND_PART};
     let mut out = Vec::new();
     let paths = trace::traces_in(run_dir)?;
     for path in &paths {
@@ -86,6 +86,12 @@ fn kind_pairs(run_dir: &Path) -> Result<Vec<Pair>> {
         if kind == BASELINE_KIND || !base.exists() {
             continue;
         }
+        // The kinds served to many clients at once: `<cell>-clients-<c>`.
+        let clients = cell.rsplit_once(&format!("-{CLIENTS_PART}")).and_then(|(_, c)| c.parse::<usize>().ok());
+        let (file, who) = match clients {
+            Some(c) => (format!("kind-{kind}-{CLIENTS_PART}{c}"), format!("{c} clients at once")),
+            None => (format!("kind-{kind}"), "one client".to_string()),
+        };
         out.push(Pair {
             a_desc: format!(
                 "{BASELINE_KIND} calls alone (<code>{}</code>)",
@@ -94,10 +100,14 @@ fn kind_pairs(run_dir: &Path) -> Result<Vec<Pair>> {
             b_desc: format!("{} calls alone (<code>{}</code>)", esc(kind), esc(&name)),
             a: base,
             b: path.clone(),
-            file: format!("kind-{kind}"),
-            title: format!("What a {kind} call allocates, against a {BASELINE_KIND}"),
-            label: format!("A: {BASELINE_KIND} · B: {kind} · one client, the same number of calls"),
-            same: "a fresh server each, one client, the same number of calls",
+            title: format!("What {kind} calls allocate against {BASELINE_KIND}s, {who}"),
+            label: format!("A: {BASELINE_KIND} · B: {kind} · {who}, the same number of calls"),
+            file,
+            same: if clients.is_some() {
+                "a fresh server each, as many clients at once, the same number of calls"
+            } else {
+                "a fresh server each, one client, the same number of calls"
+            },
         });
     }
     Ok(out)

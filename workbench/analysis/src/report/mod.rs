@@ -123,7 +123,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::PipelineDepth => &[pipeline_depth::REPORT],
         E::IoWakeup => &[io_wakeup::REPORT],
         E::ServerHeapGrowth => &[server_heap_growth::REPORT],
-        E::RequestCost => &[request_cost::REPORT],
+        E::RequestCost => &[request_cost::REPORT, request_cost::SITES],
         E::FaultSoak => &[fault_soak::REPORT],
         E::Throughput => &[throughput::REPORT, throughput::VERSUS],
         E::ProfilerCost => &[profiler_cost::REPORT],

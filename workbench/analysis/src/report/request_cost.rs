@@ -12,11 +12,20 @@ use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, Chart, Line};
 use crate::report::tables::{col, dash, source_of, Table, TableCell};
-use anyhow::Result;
-use records::server::request_cost::{Calls, Connections, Record, Total};
+use anyhow::{Context, Result};
+use records::server::request_cost::{kind_part, Calls, Connections, Params, Record, Total, BASELINE_KIND};
+use records::server::QUERIES;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const REPORT: Report = Report::of::<Record>(registry::Experiment::RequestCost, table, Some(figure));
+
+/// The sites whose cost per call changes with concurrency: a table of its
+/// own, from the same dataset's traces.
+pub const SITES: Report = Report { name: "request-cost-sites", table: sites_table, figure: None, ..REPORT };
+
+/// Sites shown per kind of call, the largest change per call first.
+const SITES_SHOWN: usize = 5;
 
 /// The key of the rows that hold a connection's share of the live heap.
 pub const PER_CONNECTION: &str = "per-connection";
@@ -188,4 +197,137 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
         x_marks: &[],
     };
     write_both(dir, REPORT.name, &lines, &chart)
+}
+
+/// One kind's totals (blocks, bytes) by site, net of the pings' server at
+/// the same number of clients: what that many calls of the kind allocate.
+/// Sites are merged by where the server's code meets the allocating code
+/// ([`trace::site::Site::label`]), not by whole stack: with many clients
+/// the same code runs on pool threads as well as the connection's, under
+/// another stack.
+fn net_sites(dir: &Path, cell: &str, clients: usize, kind: &str) -> Result<Option<BTreeMap<String, (i128, i128)>>> {
+    let load = |k: &str| -> Result<Option<BTreeMap<String, (i128, i128)>>> {
+        let path = dir.join("traces").join(format!("{cell}-{}.dhat.json", kind_part(clients, k)));
+        if !path.exists() {
+            return Ok(None);
+        }
+        let t = trace::Trace::load(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut by: BTreeMap<String, (i128, i128)> = BTreeMap::new();
+        for s in t.top(trace::site::By::Bytes, None) {
+            let e = by.entry(s.label()).or_default();
+            e.0 += i128::from(s.blocks);
+            e.1 += i128::from(s.bytes);
+        }
+        Ok(Some(by))
+    };
+    let (Some(mut of_kind), Some(base)) = (load(kind)?, load(BASELINE_KIND)?) else { return Ok(None) };
+    for (label, (blocks, bytes)) in base {
+        let e = of_kind.entry(label).or_default();
+        e.0 -= blocks;
+        e.1 -= bytes;
+    }
+    Ok(Some(of_kind))
+}
+
+/// Per kind of call, the sites whose allocations per call differ between
+/// one client and the most clients at once (each against the pings' server
+/// at the same count), from the kinds' dhat traces.
+fn sites_table(run: &Run) -> Result<Table> {
+    let Data { calls, .. } = data(run)?;
+    let params: Params =
+        registry::read_params(registry::Experiment::RequestCost, &run.manifest.spec.scale(run.manifest.scale).params)?;
+    let most = params.concurrency.iter().copied().max().unwrap_or(1);
+    let cell = run.manifest.cells.first().cloned().unwrap_or_default();
+    let mut kinds: Vec<&str> = calls.iter().map(|c| c.call_kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let mut rows = Vec::new();
+    let mut missing = Vec::new();
+    let per_call = |n: i128, calls: u64| n as f64 / calls.max(1) as f64;
+    for kind in kinds.into_iter().filter(|k| QUERIES.iter().any(|(q, _)| q == k)) {
+        let (Some(one), Some(many)) = (net_sites(&run.dir, &cell, 1, kind)?, net_sites(&run.dir, &cell, most, kind)?)
+        else {
+            missing.push(kind);
+            continue;
+        };
+        let (calls_one, calls_many) = (params.rounds, params.rounds * most as u64);
+        let mut changed: Vec<(f64, TableCell, [f64; 4])> = Vec::new();
+        let keys: std::collections::BTreeSet<&String> = one.keys().chain(many.keys()).collect();
+        for key in keys {
+            let (ba, ya) = one.get(key).copied().unwrap_or_default();
+            let (bb, yb) = many.get(key).copied().unwrap_or_default();
+            // Exactly: the same per call when the totals scale with the calls.
+            if ba * i128::from(calls_many) == bb * i128::from(calls_one)
+                && ya * i128::from(calls_many) == yb * i128::from(calls_one)
+            {
+                continue;
+            }
+            let v =
+                [per_call(ba, calls_one), per_call(bb, calls_many), per_call(ya, calls_one), per_call(yb, calls_many)];
+            changed.push(((v[3] - v[2]).abs(), TableCell::from(key.clone()), v));
+        }
+        changed.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let n = changed.len();
+        let signed = |x: f64| if x < 0.0 { format!("−{}", fmt::bytes(-x)) } else { fmt::bytes(x) };
+        let count = |x: f64| if x < 0.0 { format!("−{:.2}", -x) } else { format!("{x:.2}") };
+        if n == 0 {
+            rows.push(vec![
+                TableCell::keyed(kind.to_string(), kind),
+                TableCell::from("no site changes".to_string()),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+            ]);
+        }
+        for (_, site, v) in changed.into_iter().take(SITES_SHOWN) {
+            rows.push(vec![
+                TableCell::keyed(kind.to_string(), kind),
+                site,
+                TableCell::from(count(v[0])),
+                TableCell::from(count(v[1])),
+                TableCell::from(signed(v[2])),
+                TableCell::from(signed(v[3])),
+            ]);
+        }
+        if n > SITES_SHOWN {
+            rows.push(vec![
+                TableCell::keyed(kind.to_string(), kind),
+                TableCell::from(format!("… {} more site(s)", n - SITES_SHOWN)),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+                TableCell::from(dash()),
+            ]);
+        }
+    }
+    let caption = format!(
+        "The allocation sites whose cost per call changes with concurrency: per kind of call, each site's \
+         allocations and bytes per call with one client and with {most} clients at once ({} calls a client), \
+         the largest change first (at most {SITES_SHOWN} a kind){}.",
+        params.rounds,
+        if missing.is_empty() { String::new() } else { format!("; no traces for {}", missing.join(", ")) }
+    );
+    let method = format!(
+        "A fresh server of the dhat build per kind and client count serves that kind's calls alone, and another \
+         as many pings; a kind's sites are its server's net of the pings' at the same count (connections, \
+         start-up and runtime cancel), divided by the calls; sites are merged by where the server's code \
+         meets the allocating code, whichever thread ran it. A site is listed when its totals do not scale \
+         exactly with the calls from one client to {most}."
+    );
+    Ok(Table {
+        name: SITES.name,
+        caption,
+        method,
+        header: vec![
+            "Call",
+            "Site",
+            "Allocs per call (1 client)",
+            "Allocs per call (most clients)",
+            "Bytes per call (1 client)",
+            "Bytes per call (most clients)",
+        ],
+        rows,
+        source: source_of(run),
+    })
 }

@@ -13,14 +13,15 @@
 //! the calls and call 0 against dhat's process totals, and the server's
 //! live heap with the clients connected and idle, and after their rounds.
 //! Traces: per query kind, a server that served that kind alone, and one
-//! that served pings ([`kind_traces`]).
+//! that served pings, to one client and to the most clients at once
+//! ([`kind_traces`]).
 
 use super::{median, percentile, progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload::{self, QUERIES};
 use anyhow::{bail, Context, Result};
 use records::server::request_cost::{
-    CallCost, Calls, Connections, CostLine, Params, ProcessTotals, Record, Total, BASELINE_KIND, KIND_PART,
+    kind_part, CallCost, Calls, Connections, CostLine, Params, ProcessTotals, Record, Total, BASELINE_KIND,
 };
 use std::collections::BTreeMap;
 
@@ -121,28 +122,46 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
         done += c * p.rounds as usize * QUERIES.len();
         progress(done, total);
     }
-    kind_traces(cell, p, &data)
+    kind_traces(cell, p, &data, 1)?;
+    match p.concurrency.iter().max() {
+        Some(&most) if most > 1 => kind_traces(cell, p, &data, most),
+        _ => Ok(()),
+    }
 }
 
 /// Where the runner asks for traces: per query kind, a fresh server that
-/// serves `rounds` calls of that kind alone to one client, and one that
-/// serves as many pings; each writes its dhat trace
-/// (`<cell>-kind-<name>.dhat.json`). Against the pings' trace, a kind's is
-/// what its calls allocate, site by site, with nothing else in the process.
-fn kind_traces(cell: &Cell, p: &Params, data: &std::path::Path) -> Result<()> {
+/// serves `rounds` calls of that kind alone to each of `clients` clients at
+/// once, and one that serves as many pings; each writes its dhat trace
+/// (`<cell>-<kind_part>.dhat.json`, [`kind_part`]). Against the pings'
+/// trace, a kind's is what its calls allocate, site by site, with nothing
+/// else in the process; the same at one client and at the most, per call,
+/// is what changes with concurrency.
+fn kind_traces(cell: &Cell, p: &Params, data: &std::path::Path, clients: usize) -> Result<()> {
     let kinds = std::iter::once((BASELINE_KIND, None)).chain(QUERIES.iter().map(|(n, sql)| (*n, Some(*sql))));
     for (name, sql) in kinds {
-        let Some(trace) = super::part_trace(cell, &format!("{KIND_PART}{name}")) else { return Ok(()) };
+        let Some(trace) = super::part_trace(cell, &kind_part(clients, name)) else { return Ok(()) };
         let server = ServerChild::spawn(data, Some(&trace), &[])?;
-        let mut client = Client::connect(server.addr)?;
-        for _ in 0..p.rounds {
-            match sql {
-                Some(sql) => drop(client.execute(sql)?),
-                None => settle(&mut client)?,
+        let addr = server.addr;
+        std::thread::scope(|s| -> Result<()> {
+            let hs: Vec<_> = (0..clients)
+                .map(|_| {
+                    s.spawn(move || -> Result<()> {
+                        let mut client = Client::connect(addr)?;
+                        for _ in 0..p.rounds {
+                            match sql {
+                                Some(sql) => drop(client.execute(sql)?),
+                                None => settle(&mut client)?,
+                            }
+                        }
+                        settle(&mut client)
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().map_err(|_| anyhow::anyhow!("a client panicked"))??;
             }
-        }
-        settle(&mut client)?;
-        drop(client);
+            Ok(())
+        })?;
         server.stop()?;
     }
     Ok(())
