@@ -331,3 +331,76 @@ fn sites_table(run: &Run) -> Result<Table> {
         source: source_of(run),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::{cell, run, server};
+    use records::server::request_cost::Calls;
+
+    /// A dhat trace of sites `(function, bytes, blocks)`, each under the server's `main`.
+    fn trace(sites: &[(&str, u64, u64)]) -> String {
+        let mut ftbl = vec!["[root]".to_string(), "0x1: datastore_server::main (server/src/main.rs:1:1)".to_string()];
+        let mut pps = Vec::new();
+        for (i, (f, b, n)) in sites.iter().enumerate() {
+            ftbl.push(format!("0x{:x}: datastore::{f} (datastore/src/x.rs:{i}:1)", i + 16));
+            pps.push(serde_json::json!({"tb": b, "tbk": n, "tl": 0, "mb": 0, "mbk": 0, "gb": 0, "gbk": 0,
+                                        "eb": 0, "ebk": 0, "fs": [ftbl.len() - 1, 1]}));
+        }
+        serde_json::json!({"dhatFileVersion": 2, "mode": "rust-heap", "verb": "Allocated", "bklt": true,
+            "bkacc": false, "tu": "µs", "Mtu": "s", "tuth": 10, "cmd": "datastore-server", "pid": 1, "te": 1,
+            "pps": pps, "ftbl": ftbl})
+        .to_string()
+    }
+
+    fn calls(kind: &str, concurrency: u64) -> Record {
+        Record::Calls(Calls {
+            concurrency,
+            call_kind: kind.into(),
+            calls: 2 * concurrency,
+            allocs_median: 1.0,
+            allocs_p99: 1.0,
+            allocs_max: 1,
+            bytes_median: 1.0,
+            bytes_p99: 1.0,
+            bytes_max: 1,
+            peak_median: 1.0,
+            peak_p99: 1.0,
+            peak_max: 1,
+            held_median: 0.0,
+            held_max: 0,
+            estimate_median: 0.0,
+            charge_ratio_median: None,
+            charge_ratio_min: None,
+            under_charged: 0,
+        })
+    }
+
+    #[test]
+    fn a_site_whose_cost_per_call_moves_with_clients_is_named_and_one_that_scales_is_not() {
+        let params = serde_json::json!({"rows": 10, "concurrency": [1, 2], "rounds": 2});
+        let rows = [(server("dhat", 0), calls("top-20-users", 1)), (server("dhat", 0), calls("top-20-users", 2))];
+        let mut r = run("request-cost", Some(params), &rows);
+        r.dir = std::env::temp_dir().join(format!("wb-request-sites-{}", std::process::id()));
+        r.manifest.cells = vec!["request-cost-dhat-r0".into()];
+        let traces = r.dir.join("traces");
+        std::fs::create_dir_all(&traces).unwrap();
+        let write = |clients: usize, kind: &str, sites: &[(&str, u64, u64)]| {
+            let name = format!("request-cost-dhat-r0-{}.dhat.json", kind_part(clients, kind));
+            std::fs::write(traces.join(name), trace(sites)).unwrap();
+        };
+        // The connection's setup is in the pings' server too: it cancels.
+        // `work` scales with the calls (2, then 4); `cache` is filled once a server.
+        write(1, "ping", &[("conn::setup", 10, 1)]);
+        write(1, "top-20-users", &[("conn::setup", 10, 1), ("exec::work", 200, 4), ("cache::fill", 50, 1)]);
+        write(2, "ping", &[("conn::setup", 20, 2)]);
+        write(2, "top-20-users", &[("conn::setup", 20, 2), ("exec::work", 400, 8), ("cache::fill", 50, 1)]);
+        let t = sites_table(&r).unwrap();
+        let _ = std::fs::remove_dir_all(&r.dir);
+        assert_eq!(t.rows.len(), 1, "{:?}", t.rows);
+        assert_eq!(t.rows[0][1].text, "datastore::cache::fill");
+        assert_eq!(cell(&t, &["top-20-users"], "Allocs per call (1 client)"), "0.50");
+        assert_eq!(cell(&t, &["top-20-users"], "Allocs per call (most clients)"), "0.25");
+        assert!(t.caption.contains("with 2 clients at once"), "{}", t.caption);
+    }
+}
