@@ -1628,6 +1628,74 @@ class RequestCost:
     """The build variant (`dhat`, `jemalloc`, `system`, a build stage)."""
 
 
+class SamplingAccuracyServer:
+    """sampling-accuracy-server: `records::subject::SamplingAccuracy`.
+
+    sampling-accuracy: one heap profile of alloc-profile's workload, the
+    exact one (the dhat build: `lg_sample` none) or one sampled by jemalloc
+    at a mean interval of 2^`lg_sample` bytes, each from a process of its
+    own. Its totals; the per-site comparison of a sampled profile with the
+    exact one is read from the two traces (`trace`).
+    """
+
+    EXPERIMENT = "sampling-accuracy-server"
+    TAG = None
+    SCHEMA = {
+        "allocs": pl.Float64,
+        "bytes": pl.Float64,
+        "codec": pl.String,
+        "elapsed_s": pl.Float64,
+        "lg_sample": pl.UInt64,
+        "live_bytes": pl.Float64,
+        "payload": pl.UInt64,
+        "rep": pl.UInt64,
+        "stacks": pl.UInt64,
+        "trace": pl.String,
+        "variant": pl.String,
+    }
+    VALUES = {}
+    KINDS = {}
+    DEFAULTS = {}
+
+    allocs = pl.col("allocs")
+    """Allocation calls from the probe's start to its end (estimated where
+    sampled; none in a build that neither counts nor samples).
+    """
+
+    bytes = pl.col("bytes")
+    """Bytes allocated: requested (exact) or usable, size-class rounded (sampled)."""
+
+    codec = pl.col("codec")
+    """The codec or transport stack (subject experiments)."""
+
+    elapsed_s = pl.col("elapsed_s")
+    """The process's wall time, s: the workload, and where sampled the dump
+    and its resolution too (the sampled profiles' processes run as many at
+    a time as there are cores: not a timing to compare).
+    """
+
+    lg_sample = pl.col("lg_sample")
+    """log2 of the mean bytes between samples; none: the exact profile."""
+
+    live_bytes = pl.col("live_bytes")
+    """Bytes still live at the end."""
+
+    payload = pl.col("payload")
+    """Bytes of optional payload per vote (subject experiments)."""
+
+    rep = pl.col("rep")
+    """The repetition of the cell (0-based)."""
+
+    stacks = pl.col("stacks")
+    """Stacks in the sampled profile that hold a sample (none: exact)."""
+
+    trace = pl.col("trace")
+    """The profile's file in the dataset's `traces/` directory."""
+
+    variant = pl.col("variant")
+    """The build variant (`dhat`, `jemalloc`, `system`, a build stage)."""
+
+
 class FaultSoak:
     """fault-soak: `records::server::fault_soak::Record`"""
 
@@ -2290,6 +2358,7 @@ BY_EXPERIMENT = {
     "io-wakeup": IoWakeup,
     "server-heap-growth": ServerHeapGrowth,
     "request-cost": RequestCost,
+    "sampling-accuracy-server": SamplingAccuracyServer,
     "fault-soak": FaultSoak,
     "throughput": Throughput,
     "profiler-cost": ProfilerCost,

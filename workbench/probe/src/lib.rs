@@ -73,6 +73,7 @@ pub mod calls;
 pub mod cell;
 #[cfg(feature = "events")]
 pub mod events;
+pub mod profile;
 pub mod rss;
 #[cfg(feature = "jemalloc-prof")]
 pub mod sampled;

@@ -615,6 +615,33 @@ pub mod fault_soak {
 }
 
 /// server-heap-growth: the server's heap every few queries of a workload.
+/// How wrong a sampled heap profile of the server is: its query mix
+/// profiled exactly (the dhat build) and by jemalloc's sampler at several
+/// intervals. Its records are the codecs' ([`crate::subject::SamplingAccuracy`]).
+pub mod sampling_accuracy {
+    use serde::{Deserialize, Serialize};
+
+    /// The spec's `[params]`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Params {
+        /// Rows loaded into the table.
+        pub rows: u64,
+        /// Rounds of the workload's queries (one call of each a round), from one client.
+        pub rounds: u64,
+        /// The sampling intervals, as log2 of the mean bytes between
+        /// samples (`lg_prof_sample`; 0 samples every allocation).
+        pub intervals: Vec<u32>,
+    }
+
+    impl Default for Params {
+        fn default() -> Params {
+            Params { rows: 100_000, rounds: 10, intervals: vec![0, 8, 12, 16, 19, 21] }
+        }
+    }
+}
+
 /// What each call costs in memory, exactly, under concurrency (the dhat
 /// build's per-call attribution, `probe::calls`), and the query memory
 /// tracker's charge against it.

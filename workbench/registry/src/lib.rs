@@ -200,6 +200,9 @@ experiments! {
     /// Every call's exact allocation cost under concurrency, and the query
     /// memory tracker's charge against it (the dhat build).
     RequestCost = "request-cost", runs RequestCost, DatastoreServer, Params, Any;
+    /// The server's query mix profiled exactly (dhat) and sampled by
+    /// jemalloc at several intervals, a server process per profile.
+    SamplingAccuracyServer = "sampling-accuracy-server", runs SamplingAccuracyServer, DatastoreServer, Params, Any;
     FaultSoak = "fault-soak", runs FaultSoak, DatastoreServer, Params, Any;
     Throughput = "throughput", runs Throughput, DatastoreServer, Params, Uncounted;
     /// throughput's closed loop with jemalloc's sampling profiler on and
@@ -252,6 +255,7 @@ impl Experiment {
             Experiment::IoWakeup => read_params::<s::io_wakeup::Params>(self, params).map(drop),
             Experiment::ServerHeapGrowth => read_params::<s::server_heap_growth::Params>(self, params).map(drop),
             Experiment::RequestCost => read_params::<s::request_cost::Params>(self, params).map(drop),
+            Experiment::SamplingAccuracyServer => read_params::<s::sampling_accuracy::Params>(self, params).map(drop),
             Experiment::FaultSoak => read_params::<s::fault_soak::Params>(self, params).map(drop),
             Experiment::Throughput | Experiment::ProfilerCost => {
                 read_params::<s::throughput::Params>(self, params).map(drop)
@@ -275,7 +279,9 @@ macro_rules! with_record {
                 type $R = c::HeapGrowth;
                 $body
             }
-            Experiment::SamplingAccuracy | Experiment::SamplingAccuracyTransports => {
+            Experiment::SamplingAccuracy
+            | Experiment::SamplingAccuracyTransports
+            | Experiment::SamplingAccuracyServer => {
                 type $R = c::SamplingAccuracy;
                 $body
             }

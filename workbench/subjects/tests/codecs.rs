@@ -89,7 +89,7 @@ fn same_seed_same_vote_different_seed_different_vote() {
 /// there must be none.
 #[test]
 fn each_sampled_profile_has_its_file_beside_the_cells_trace() {
-    use subjects::experiments::sampling_accuracy::profile_path;
+    use probe::profile::sampled_path as profile_path;
     let p = profile_path(std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1.sampled.json"), 12);
     assert_eq!(p, std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1-lg12.sampled.json"));
 }

@@ -43,6 +43,7 @@ pub const fn counts_of(e: Experiment) -> Option<CountsFn> {
         E::HeapGrowth
         | E::SamplingAccuracy
         | E::SamplingAccuracyTransports
+        | E::SamplingAccuracyServer
         | E::CodecSpeed
         | E::TransportHeapGrowth
         | E::RoundtripLatency

@@ -144,6 +144,12 @@ pub const MACROS: &[Macro] = &[
     m("samplingTransportsDefaultTop", "sampling-accuracy-transports", "19", 1 << 19, col::TOP_TEN),
     m("samplingTransportsFineInterval", "sampling-accuracy-transports", "12", 1 << 12, col::INTERVAL),
     m("samplingTransportsFineError", "sampling-accuracy-transports", "12", 1 << 12, col::SAMPLING_ERROR),
+    m("samplingServerDefaultError", "sampling-accuracy-server", "19", 1 << 19, col::SAMPLING_ERROR),
+    m("samplingServerDefaultFoundMid", "sampling-accuracy-server", "19", 1 << 19, col::FOUND_MID),
+    m("samplingServerDefaultFoundLarge", "sampling-accuracy-server", "19", 1 << 19, col::FOUND_LARGE),
+    m("samplingServerDefaultTop", "sampling-accuracy-server", "19", 1 << 19, col::TOP_TEN),
+    m("samplingServerFineError", "sampling-accuracy-server", "12", 1 << 12, col::SAMPLING_ERROR),
+    m("samplingServerEveryVsDhat", "sampling-accuracy-server", "0", 1, col::ERROR_VS_DHAT),
     m("samplingDefaultModelFound", "sampling-accuracy", "19", 1 << 19, col::MODEL_FOUND),
     // What the profiler costs the server at four clients, and the A/A beside it.
     m("profilerCostFilter", "profiler-cost", "filtered-count", 4, col::SAMPLING_VS_JEMALLOC),

@@ -110,6 +110,7 @@ pub const fn reports_of(e: Experiment) -> &'static [Report] {
         E::HeapGrowth => &[heap_growth::REPORT],
         E::SamplingAccuracy => &[sampling_accuracy::REPORT],
         E::SamplingAccuracyTransports => &[sampling_accuracy::TRANSPORTS],
+        E::SamplingAccuracyServer => &[sampling_accuracy::SERVER],
         E::CodecSpeed => &[codec_speed::REPORT],
         E::TransportAlloc => &[transport_alloc::REPORT],
         E::TransportHeapGrowth => &[heap_growth::TRANSPORTS],

@@ -38,6 +38,8 @@ pub const REPORT: Report = Report::of::<SamplingAccuracy>(Experiment::SamplingAc
 /// The same study over the transport stacks' round trips.
 pub const TRANSPORTS: Report =
     Report::of::<SamplingAccuracy>(Experiment::SamplingAccuracyTransports, table, Some(figure));
+/// The same study over the server's query mix, a server process per profile.
+pub const SERVER: Report = Report::of::<SamplingAccuracy>(Experiment::SamplingAccuracyServer, table, Some(figure));
 
 /// What the run's profiles covered, for captions: the subjects, their
 /// workload, and what else than sampling moves a site between processes.
@@ -49,7 +51,13 @@ fn subjects(run: &Run) -> (&'static str, &'static str, &'static str) {
             " A stack's sites also differ between processes (how much a read returns sets a buffer's growth), so \
              the largest missed mixes sampling with those differences.",
         ),
-        _ => ("codecs", "alloc-profile's workload", ""),
+        registry::Over::Params => (
+            "server",
+            "the server's query mix from one client",
+            " A server's sites also differ between processes (which thread runs a query, how far a buffer \
+             grows), so the largest missed mixes sampling with those differences.",
+        ),
+        registry::Over::Codecs => ("codecs", "alloc-profile's workload", ""),
     }
 }
 
@@ -211,7 +219,13 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
     for ((codec, payload, rep, lg), file) in &sampled {
         let cell = (codec.clone(), *payload);
         if !exact.contains_key(&cell) {
-            let name = CellId::subject(codec, *payload, "dhat", 0).trace_file("dhat.json");
+            let id = match run.manifest.spec.experiment.over() {
+                registry::Over::Params => {
+                    CellId::Server { experiment: run.manifest.spec.experiment, variant: "dhat".into(), rep: 0 }
+                }
+                _ => CellId::subject(codec, *payload, "dhat", 0),
+            };
+            let name = id.trace_file("dhat.json");
             exact.insert(cell.clone(), load(&name)?);
         }
         let usable = match sampled.get(&(codec.clone(), *payload, *rep, 0)) {
@@ -329,16 +343,31 @@ pub fn table(run: &Run) -> Result<Table> {
     let s = run.manifest.spec.scale(run.manifest.scale);
     let seeds = profiles.iter().map(|p| p.rep).max().map_or(0, |r| r + 1);
     let (what, workload, moves) = subjects(run);
+    let scope = match run.manifest.spec.experiment.over() {
+        registry::Over::Params => {
+            let p: records::server::sampling_accuracy::Params =
+                registry::read_params(run.manifest.spec.experiment, &s.params)?;
+            format!(
+                "{seeds} seeds, each a {what} process of its own), each of {workload} ({} rounds of the three \
+                 queries on {} rows)",
+                fmt::thousands(p.rounds),
+                fmt::thousands(p.rows)
+            )
+        }
+        _ => format!(
+            "{} {what} × payloads × {seeds} seeds, each a process of its own), each of {workload} ({} messages \
+             after {} warm-up)",
+            run.manifest.spec.codecs.len(),
+            fmt::thousands(s.messages),
+            s.warmup,
+        ),
+    };
     Ok(Table {
         name: run.manifest.spec.experiment.name(),
         caption: format!(
             "jemalloc's sampled heap profile against the exact one (dhat), per mean sampling interval: {} \
-             profiles per interval ({} {what} × payloads × {seeds} seeds, each a process of its own), each of \
-             {workload} ({} messages after {} warm-up); median [min, max] over the profiles.",
+             profiles per interval ({scope}; median [min, max] over the profiles.",
             by_lg.values().next().map_or(0, Vec::len),
-            run.manifest.spec.codecs.len(),
-            fmt::thousands(s.messages),
-            s.warmup,
         ),
         method: format!(
             "Sampling error: Σ|estimated − true| over \

@@ -18,7 +18,8 @@
 //!   experiment's type; [`work_dir`] its scratch directory.
 //! - [`run`]: one exhaustive match over the experiments, to each one's
 //!   module (build-stages, connection-scaling, datastore-queries,
-//!   fault-soak, server-heap-growth, io-wakeup, pipeline-depth, throughput).
+//!   fault-soak, server-heap-growth, io-wakeup, pipeline-depth,
+//!   request-cost, sampling-accuracy-server, throughput).
 //! - [`ServerChild`]: the measured server: spawn, RSS, stats, stop.
 //! - [`Records`]: the JSON-lines sink of the `records` crate's types.
 
@@ -38,6 +39,7 @@ pub mod heap_growth;
 pub mod io_wakeup;
 pub mod pipeline_depth;
 pub mod request_cost;
+pub mod sampling_accuracy;
 pub mod throughput;
 
 /// Runs `cell`, writing its records to `out`: one arm per experiment the
@@ -54,6 +56,7 @@ pub fn run(cell: &Cell, out: &mut Records) -> Result<()> {
         E::FaultSoak => fault_soak::run(cell, &cell.params()?, out),
         E::ServerHeapGrowth => heap_growth::run(cell, &cell.params()?, out),
         E::RequestCost => request_cost::run(cell, &cell.params()?, out),
+        E::SamplingAccuracyServer => sampling_accuracy::run(cell, &cell.params()?, out),
         E::IoWakeup => io_wakeup::run(cell, &cell.params()?, out),
         E::PipelineDepth => pipeline_depth::run(cell, &cell.params()?, out),
         E::Throughput | E::ProfilerCost => throughput::run(cell, &cell.params()?, out),
@@ -154,7 +157,20 @@ impl ServerChild {
     }
 
     pub fn spawn_bin(bin: &Path, data: &Path, trace: Option<&Path>, extra: &[&str]) -> Result<ServerChild> {
+        ServerChild::spawn_env(bin, data, trace, extra, &[])
+    }
+
+    /// [`ServerChild::spawn_bin`] with `env` set in the server's environment
+    /// (the sampling build's interval, as production sets it).
+    pub fn spawn_env(
+        bin: &Path,
+        data: &Path,
+        trace: Option<&Path>,
+        extra: &[&str],
+        env: &[(&str, String)],
+    ) -> Result<ServerChild> {
         let mut cmd = Command::new(bin);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data"]).arg(data).args(extra);
         if let Some(t) = trace {
             cmd.arg("--trace").arg(t);

@@ -78,6 +78,7 @@ pub fn runs(experiment: registry::Experiment) -> Option<Runs> {
         | E::ServerHeapGrowth
         | E::FaultSoak
         | E::RequestCost
+        | E::SamplingAccuracyServer
         | E::Throughput
         | E::ProfilerCost => return None,
     })

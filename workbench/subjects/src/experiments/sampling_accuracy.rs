@@ -20,12 +20,10 @@
 use super::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use records::subject::{SamplingAccuracy, SamplingParams};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-/// The environment variable jemalloc (built with tikv-jemalloc-sys's `_rjem_`
-/// prefix) reads its options from.
-pub const MALLOC_CONF: &str = "_RJEM_MALLOC_CONF";
+use probe::profile::{sampled_path, MALLOC_CONF};
 
 /// Whether this process is a profile's own (the exact build, or a child of
 /// the sampling build given its interval), not the sampling build's parent.
@@ -61,14 +59,6 @@ fn file_name(p: &Path) -> Result<String> {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| anyhow!("{}: no file name", p.display()))
 }
 
-/// Where the child sampling at 2^`lg` writes its profile: beside the cell's
-/// own trace path, `<cell>-lg<N>.sampled.json`.
-pub fn profile_path(trace: &Path, lg: u32) -> PathBuf {
-    let name = trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.strip_suffix(".sampled.json").unwrap_or(&name);
-    trace.with_file_name(format!("{stem}-lg{lg}.sampled.json"))
-}
-
 fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
     let Some(trace) = ctx.cell.trace.as_deref() else {
         bail!("sampling-accuracy: the sampling build writes its profiles beside the cell's `trace`, which is unset");
@@ -83,7 +73,7 @@ fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
     for chunk in params.intervals.chunks(at_once) {
         let mut running = Vec::with_capacity(chunk.len());
         for &lg in chunk {
-            let path = profile_path(trace, lg);
+            let path = sampled_path(trace, lg);
             let mut child = ctx.cell.clone();
             child.trace = Some(path.clone());
             let spawned = std::process::Command::new(&exe)
@@ -111,32 +101,10 @@ fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
                         .join("\n")
                 );
             }
-            records::line(ctx.out, &read_profile(&path, lg, elapsed_s)?)?;
+            records::line(ctx.out, &probe::profile::sampled_record(&path, lg, elapsed_s)?)?;
             done += 1;
             super::progress(done, n);
         }
     }
     Ok(())
-}
-
-/// The totals of the profile a child sampled at 2^`lg` wrote at `path`.
-fn read_profile(path: &Path, lg: u32, elapsed_s: f64) -> Result<SamplingAccuracy> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let profile: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let found = profile["sampling"]["lg_sample"].as_u64();
-    if found != Some(lg as u64) {
-        bail!("{}: sampled at 2^{found:?}, not 2^{lg}: jemalloc did not read {MALLOC_CONF}", path.display());
-    }
-    let pps = profile["pps"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let sum = |k: &str| pps.iter().filter_map(|p| p[k].as_f64()).sum::<f64>();
-    Ok(SamplingAccuracy {
-        lg_sample: Some(lg),
-        allocs: Some(sum("tbk")),
-        bytes: Some(sum("tb")),
-        live_bytes: Some(sum("eb")),
-        stacks: Some(pps.len() as u64),
-        trace: Some(file_name(path)?),
-        elapsed_s,
-    })
 }
