@@ -198,9 +198,11 @@ fn a_root_dropped_unfinished_is_an_error_not_stale_bytes() {
     v.round(7);
     v.timestamp(9);
     v.finish().unwrap();
-    let mut v = b.root::<Vote>();
-    v.round(8);
-    drop(v);
+    {
+        // Set, then left without its finish (dropped at the end of the block).
+        let mut v = b.root::<Vote>();
+        v.round(8);
+    }
     assert_eq!(b.finish().unwrap_err(), zap::Error::RootUnfinished { schema: "Vote" });
     // The next root starts over.
     let mut v = b.root::<Vote>();
