@@ -301,6 +301,19 @@ impl<S: Storage> Builder<S> {
     }
 }
 
+/// The bit a builder records field `off` of `fields` by (`1 << i`; 0 past
+/// the 64th field, whose struct is zeroed when reserved instead).
+const fn field_bit(fields: &[(usize, usize)], off: usize) -> u64 {
+    let mut i = 0;
+    while i < fields.len() && i < 64 {
+        if fields[i].0 == off {
+            return 1 << i;
+        }
+        i += 1;
+    }
+    0
+}
+
 /// Writes the fields of one struct. Generated builders wrap this.
 pub struct StructBuilder<'b, S: Storage> {
     b: &'b mut Builder<S>,
@@ -317,7 +330,7 @@ impl<'b, S: Storage> StructBuilder<'b, S> {
     /// Records that the field at `off` was written (a constant, once inlined).
     #[inline]
     fn mark(&mut self, off: usize) {
-        self.set |= crate::schema::field_bit(self.fields, off);
+        self.set |= field_bit(self.fields, off);
     }
 
     /// Writes a little-endian scalar at offset `off` of the fixed section.

@@ -223,19 +223,6 @@ impl<T: Schema> FieldType for Ptr<T> {
     }
 }
 
-/// The bit a builder records field `off` of `fields` by (`1 << i`; 0 past
-/// the 64th field, whose struct is zeroed when reserved instead).
-pub const fn field_bit(fields: &[(usize, usize)], off: usize) -> u64 {
-    let mut i = 0;
-    while i < fields.len() && i < 64 {
-        if fields[i].0 == off {
-            return 1 << i;
-        }
-        i += 1;
-    }
-    0
-}
-
 /// Rounds `n` up to a multiple of `align` (a power of two), usable in consts.
 pub const fn align_up(n: usize, align: usize) -> usize {
     (n + align - 1) & !(align - 1)
