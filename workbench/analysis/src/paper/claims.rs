@@ -83,6 +83,13 @@ pub struct Ours {
     /// Sum these columns' statistics instead of one (e.g. encode + decode).
     #[serde(default)]
     pub plus: Vec<Ours>,
+    /// Subtract these (a change between two builds, say).
+    #[serde(default)]
+    pub minus: Vec<Ours>,
+    /// Divide by this one's value, after `plus` and `minus`: a ratio between
+    /// two selections (one build's RSS over another's), or the share of a
+    /// change that one part of it explains (a mechanism).
+    pub over: Option<Box<Ours>>,
     /// Divide by this to reach the claim's unit (e.g. 1048576 for MiB).
     pub divide: Option<f64>,
 }
@@ -305,6 +312,17 @@ fn evaluate(o: &Ours, data: &Path, runs: &mut BTreeMap<String, Option<Run>>) -> 
     for p in &o.plus {
         let Some((w, _)) = evaluate(p, data, runs)? else { return Ok(None) };
         v += w;
+    }
+    for m in &o.minus {
+        let Some((w, _)) = evaluate(m, data, runs)? else { return Ok(None) };
+        v -= w;
+    }
+    if let Some(over) = &o.over {
+        let Some((w, _)) = evaluate(over, data, runs)? else { return Ok(None) };
+        if w == 0.0 {
+            anyhow::bail!("{}: the claim divides by a value of 0 (`over`)", run.dir.display());
+        }
+        v /= w;
     }
     if let Some(n) = o.per_messages {
         let messages =

@@ -119,6 +119,17 @@ pub const MACROS: &[Macro] = &[
     m("oursConnStacks", "connection-scaling", "ours/system", 10_000, col::STACKS_PER_CONNECTION),
     m("oursConnAnon", "connection-scaling", "ours/system", 10_000, col::ANON_PER_CONNECTION),
     m("pipeSpeedup", "pipeline-depth", "500", 64, col::SPEEDUP),
+    // Where resident memory comes from, build stage by stage: the binary's
+    // text pages resident after the mix, and the resident set.
+    m("anatomyTextOthree", "build-stages-anatomy", "o3", 0, col::TEXT_PAGES),
+    m("anatomyTextThinlto", "build-stages-anatomy", "thinlto", 0, col::TEXT_PAGES),
+    m("anatomyTextFatlto", "build-stages-anatomy", "fatlto", 0, col::TEXT_PAGES),
+    m("anatomyTextPgo", "build-stages-anatomy", "pgo", 0, col::TEXT_PAGES),
+    m("anatomyTextBolt", "build-stages-anatomy", "pgo-bolt", 0, col::TEXT_PAGES),
+    m("anatomyRssOthree", "build-stages-anatomy", "o3", 0, col::RSS),
+    m("anatomyRssThinlto", "build-stages-anatomy", "thinlto", 0, col::RSS),
+    m("anatomyRssPgo", "build-stages-anatomy", "pgo", 0, col::RSS),
+    m("anatomyRssBolt", "build-stages-anatomy", "pgo-bolt", 0, col::RSS),
     m("pipeDepth", "pipeline-depth", "500", 64, col::DEPTH),
     m("pipeDelay", "pipeline-depth", "500", 64, col::DELAY),
     // How wrong a sampled heap profile is: jemalloc's default interval
@@ -200,9 +211,14 @@ pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     let (name, payload) = (mac.row.0.to_string(), mac.row.1.to_string());
     let cpu_col = t.header.iter().position(|h| *h == TARGET_CPU);
     let cpu = mac.cpu.unwrap_or(variants::REFERENCE.label);
+    // A table whose rows one key names (a build stage) has no second key:
+    // its macros name payload 0.
     let row = t.rows.iter().find(|r| {
         key(r.first()) == Some(name.clone())
-            && key(r.get(1)) == Some(payload.clone())
+            && match key(r.get(1)) {
+                Some(k) => k == payload,
+                None => mac.row.1 == 0,
+            }
             && match cpu_col {
                 Some(i) => key(r.get(i)).is_some_and(|c| c == cpu),
                 None => mac.cpu.is_none(),
@@ -211,8 +227,14 @@ pub fn cell(tables: &BTreeMap<String, Table>, mac: &Macro) -> Option<String> {
     Some(row.get(col)?.text.clone())
 }
 
-/// Whether `mac` names a build its table has no rows for (a run that did not build it).
+/// Whether `mac` names a build its table has no rows for (a run that did not build it):
+/// an instruction set, or a build stage its rows are named by (the quick
+/// scale builds two of the five).
 fn build_not_run(tables: &BTreeMap<String, Table>, mac: &Macro) -> bool {
+    if variants::get(mac.row.0).is_some() {
+        let Some(t) = tables.get(mac.table) else { return true };
+        return !t.rows.iter().any(|r| r.first().and_then(|c| c.key.as_deref()) == Some(mac.row.0));
+    }
     let Some(cpu) = mac.cpu else { return false };
     let Some(t) = tables.get(mac.table) else { return true };
     match t.header.iter().position(|h| *h == TARGET_CPU) {
@@ -291,10 +313,21 @@ pub fn write_macros_of(root: &Path, data: &Path, tables: BTreeMap<String, Table>
     def("claimsNotComparable", count(Some("not comparable")), "claims");
     def("claimsNotMeasured", count(Some("not yet measured")), "claims");
     // The verdicts the abstract names, by claim id.
-    for (id, name) in [("zap-enc", "zapEncVerdict"), ("zap-dec", "zapDecVerdict")] {
+    for (id, name) in [
+        ("zap-enc", "zapEncVerdict"),
+        ("zap-dec", "zapDecVerdict"),
+        ("ds-pgo-halves", "pgoHalvesVerdict"),
+        ("ds-pgo-via-text", "pgoTextVerdict"),
+    ] {
         let verdict = results.iter().find(|c| c.spec.id == id).map(|c| c.verdict.label().to_string());
         def(name, verdict, "claims");
     }
+    // Ours for the claims the text quotes: a ratio (×) and a share (per cent).
+    let ours = |id: &str| results.iter().find(|c| c.spec.id == id).and_then(|c| c.ours);
+    def("pgoHalvesOurs", ours("ds-pgo-halves").map(|v| format!("{v:.2}×")), "claims");
+    let paper = |id: &str| results.iter().find(|c| c.spec.id == id).map(|c| c.spec.value);
+    def("pgoHalvesPaper", paper("ds-pgo-halves").map(|v| format!("{v:.2}×")), "claims");
+    def("pgoTextShare", ours("ds-pgo-via-text").map(|v| format!("{:.0} %", 100.0 * v)), "claims");
     // The instruction sets the codec-speed table's builds are named by.
     def("cpuBaseline", Some(variants::BASELINE.label.into()), "variants");
     def("cpuVThree", Some(variants::REFERENCE.label.into()), "variants");

@@ -14,7 +14,7 @@ use super::{median, Report};
 use crate::data::dataset::Run;
 use crate::fmt;
 use crate::report::figures::{extent, write_both, write_stacked, Chart, Line, Stack};
-use crate::report::tables::{dash, source_of, stats_of, Table, TableCell};
+use crate::report::tables::{col, dash, source_of, stats_of, Table, TableCell};
 use anyhow::Result;
 use records::server::build_stages::Record;
 use records::server::throughput::{Anatomy, Query, Rss};
@@ -182,9 +182,9 @@ fn ranged(samples: &[&Anatomy], f: impl Fn(&Anatomy) -> f64, show: impl Fn(f64) 
 }
 
 fn anatomy_table(run: &Run) -> Result<Table> {
-    let mut header = vec!["Build", "Text pages resident", "Of the text"];
+    let mut header = vec!["Build", col::TEXT_PAGES, col::TEXT_SHARE];
     header.extend(PARTS.iter().skip(1).map(|p| p.0));
-    header.push("RSS");
+    header.push(col::RSS);
     let d = Data::of(run)?;
     let mut rows = Vec::new();
     let mut runs = 0;

@@ -92,6 +92,10 @@ pub mod col {
     pub const DEC_VS_MEMCPY: &str = "Dec vs memcpy";
     pub const OURS_VS_CLICKHOUSE: &str = "Ours ÷ ClickHouse";
     pub const RSS_PER_CONNECTION: &str = "RSS / connection";
+    /// build-stages-anatomy: the binary's text pages resident after the mix, and the resident set.
+    pub const TEXT_PAGES: &str = "Text pages resident";
+    pub const TEXT_SHARE: &str = "Of the text";
+    pub const RSS: &str = "RSS";
     pub const SPEEDUP: &str = "Speedup";
     pub const DEPTH: &str = "Depth";
     pub const DELAY: &str = "Delay";
