@@ -320,7 +320,7 @@ fn evaluate(o: &Ours, data: &Path, runs: &mut BTreeMap<String, Option<Run>>) -> 
     if let Some(over) = &o.over {
         let Some((w, _)) = evaluate(over, data, runs)? else { return Ok(None) };
         if w == 0.0 {
-            anyhow::bail!("{}: the claim divides by a value of 0 (`over`)", run.dir.display());
+            anyhow::bail!("{}: the claim divides by a value of 0 (`over`)", over.experiment);
         }
         v /= w;
     }
