@@ -128,7 +128,6 @@ pub const MACROS: &[Macro] = &[
     m("anatomyTextBolt", "build-stages-anatomy", "pgo-bolt", 0, col::TEXT_PAGES),
     m("anatomyRssOthree", "build-stages-anatomy", "o3", 0, col::RSS),
     m("anatomyRssThinlto", "build-stages-anatomy", "thinlto", 0, col::RSS),
-    m("anatomyRssPgo", "build-stages-anatomy", "pgo", 0, col::RSS),
     m("anatomyRssBolt", "build-stages-anatomy", "pgo-bolt", 0, col::RSS),
     m("pipeDepth", "pipeline-depth", "500", 64, col::DEPTH),
     m("pipeDelay", "pipeline-depth", "500", 64, col::DELAY),
