@@ -270,15 +270,14 @@ fn sites_table(run: &Run) -> Result<Table> {
         let n = changed.len();
         let signed = |x: f64| if x < 0.0 { format!("−{}", fmt::bytes(-x)) } else { fmt::bytes(x) };
         let count = |x: f64| if x < 0.0 { format!("−{:.2}", -x) } else { format!("{x:.2}") };
+        // A row that says something of the kind's sites instead of naming one.
+        let said = |text: String| {
+            let mut row = vec![TableCell::keyed(kind.to_string(), kind), TableCell::from(text)];
+            row.extend((0..4).map(|_| TableCell::from(dash())));
+            row
+        };
         if n == 0 {
-            rows.push(vec![
-                TableCell::keyed(kind.to_string(), kind),
-                TableCell::from("no site changes".to_string()),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-            ]);
+            rows.push(said("no site changes".to_string()));
         }
         for (_, site, v) in changed.into_iter().take(SITES_SHOWN) {
             rows.push(vec![
@@ -291,14 +290,7 @@ fn sites_table(run: &Run) -> Result<Table> {
             ]);
         }
         if n > SITES_SHOWN {
-            rows.push(vec![
-                TableCell::keyed(kind.to_string(), kind),
-                TableCell::from(format!("… {} more site(s)", n - SITES_SHOWN)),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-                TableCell::from(dash()),
-            ]);
+            rows.push(said(format!("… {} more site(s)", n - SITES_SHOWN)));
         }
     }
     let caption = format!(
