@@ -248,12 +248,30 @@ impl Run {
         self.each().collect()
     }
 
+    /// The experiment its manifest names, if `R` is that experiment's record
+    /// type; an error naming both types otherwise. A row deserialises into
+    /// any type whose fields it has (serde skips the others), so a report
+    /// handed the wrong type would read defaults and empty options, not fail.
+    pub fn check_record_type<R>(&self) -> Result<registry::Experiment> {
+        let e: registry::Experiment = (self.manifest.experiment.parse())
+            .map_err(|e| anyhow::anyhow!("{}: its manifest's experiment: {e}", self.dir.display()))?;
+        // The registry names its record type by `type_name` (its schema's
+        // `rust_type`), the one path from an experiment to its type that the
+        // analysis can compare without a change to the registry, which the
+        // measured binaries link.
+        let (own, asked) = (e.record_schema().rust_type, std::any::type_name::<R>());
+        if own != asked {
+            bail!("{}: a run of {e}, whose records are {own}, read as {asked}", self.dir.display());
+        }
+        Ok(e)
+    }
+
     /// As [`Run::rows`], one at a time (for millions of rows).
     pub fn each<'a, R: serde::Deserialize<'a> + 'a>(
         &'a self,
     ) -> impl Iterator<Item = Result<records::Row<R, &'a str>>> + 'a {
         let path = format!("reading {} as {}", self.dir.join(RECORDS).display(), std::any::type_name::<R>());
-        let (cols, err) = match self.columns() {
+        let (cols, err) = match self.check_record_type::<R>().and_then(|_| self.columns()) {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),
         };

@@ -78,6 +78,9 @@ pub struct Report {
     pub figure: Option<FigureFn>,
     /// Reads every row of a run as the dataset's record type (the rows read).
     pub read: fn(&Run) -> Result<usize>,
+    /// The record type it reads, by `type_name`: its experiment's, which a
+    /// test holds every report to.
+    pub record: fn() -> &'static str,
 }
 
 impl Report {
@@ -88,7 +91,7 @@ impl Report {
         table: fn(&Run) -> Result<Table>,
         figure: Option<FigureFn>,
     ) -> Report {
-        Report { name: experiment.name(), experiment, table, figure, read: read::<R> }
+        Report { name: experiment.name(), experiment, table, figure, read: read::<R>, record: std::any::type_name::<R> }
     }
 
     /// The dataset it reads.
@@ -365,6 +368,39 @@ mod tests {
         for &e in Experiment::ALL {
             assert!(reports_of(e).iter().all(|r| r.experiment == e), "{e}");
         }
+    }
+
+    #[test]
+    fn each_report_reads_its_experiments_record_type() {
+        for r in REPORTS.iter() {
+            assert_eq!((r.record)(), r.experiment.record_schema().rust_type, "report {}", r.name);
+        }
+    }
+
+    #[test]
+    fn a_run_read_as_another_experiments_record_type_is_an_error_naming_both() {
+        use records::subject::{AllocProfile, HeapGrowth, HeapKind};
+        let cell = records::CellFields { variant: "dhat".into(), rep: 0, codec: Some("zap".into()), payload: Some(0) };
+        let r = HeapGrowth {
+            kind: HeapKind::Sample,
+            messages: 1,
+            cum_bytes: Some(8),
+            cum_allocs: Some(1),
+            live_bytes: None,
+            peak_live_bytes: None,
+            rss_bytes: None,
+            peak_rss_bytes: None,
+            purges: None,
+            elapsed_s: 0.5,
+        };
+        let run = fixture::run("heap-growth", None, &[(cell, r.clone())]);
+        assert_eq!(run.rows::<HeapGrowth>().unwrap()[0].record, r);
+        let e = format!("{:#}", run.rows::<AllocProfile>().unwrap_err());
+        assert!(e.contains("records::subject::HeapGrowth") && e.contains("read as records::subject::AllocProfile"), "{e}");
+        let mut other = run;
+        other.manifest.experiment = "heap-grwoth".into();
+        let e = format!("{:#}", other.rows::<HeapGrowth>().unwrap_err());
+        assert!(e.contains("heap-grwoth"), "{e}");
     }
 
     #[test]
