@@ -396,7 +396,10 @@ mod tests {
         let run = fixture::run("heap-growth", None, &[(cell, r.clone())]);
         assert_eq!(run.rows::<HeapGrowth>().unwrap()[0].record, r);
         let e = format!("{:#}", run.rows::<AllocProfile>().unwrap_err());
-        assert!(e.contains("records::subject::HeapGrowth") && e.contains("read as records::subject::AllocProfile"), "{e}");
+        assert!(
+            e.contains("records::subject::HeapGrowth") && e.contains("read as records::subject::AllocProfile"),
+            "{e}"
+        );
         let mut other = run;
         other.manifest.experiment = "heap-grwoth".into();
         let e = format!("{:#}", other.rows::<HeapGrowth>().unwrap_err());
