@@ -38,14 +38,21 @@
 //! - [`MALLOC_CONF`]: profiling compiled in and enabled, sampling off until
 //!   [`start`]; the interval comes from `_RJEM_MALLOC_CONF` (as in
 //!   production, `lg_prof_sample:N`), else jemalloc's default 2^19;
-//! - [`start`], [`finish`]: reset and activate; dump, read, resolve, write;
+//! - [`start`], [`finish`]: reset and activate; dump, read the last
+//!   high-water dump (if any), resolve, write;
 //!   [`snapshot`]: the same, sampling left on (a server asked mid-run);
 //! - [`Profile::parse`], [`unbias`]: the dump format and its estimates;
 //! - the file: a dhat trace (`dhatFileVersion` 2) whose `tb`/`tbk` are the
 //!   estimated cumulative bytes and allocations of each site and `eb`/`ebk`
 //!   the estimated bytes and allocations live at the end, with a
-//!   `sampling` object (interval, stacks); what dhat measures and a sample
-//!   cannot (lifetimes, the global peak) is 0. `trace top`, `trace export`
+//!   `sampling` object (interval, stacks, high-water dumps); `gb`/`gbk`,
+//!   dhat's bytes and blocks at the global peak, are the estimated live
+//!   bytes and allocations of jemalloc's last high-water dump, where the
+//!   process asked for them (`prof_gdump` and `prof_prefix` in its options:
+//!   a dump each time its active pages pass their maximum), else 0. That is
+//!   the page-level peak production can dump at, not dhat's byte-level
+//!   one: the two moments may differ. What a sample cannot give
+//!   (lifetimes) is 0. `trace top`, `trace export`
 //!   and the comparison with the exact trace read it as they read dhat's.
 
 use std::ffi::{c_char, CString};
@@ -94,12 +101,66 @@ pub fn reset(lg: u32) -> Result<(), SampledError> {
     mallctl("prof.reset", unsafe { tikv_jemalloc_ctl::raw::write::<usize>(b"prof.reset\0", lg as usize) })
 }
 
+/// Whether this process dumps its profile at each new high-water mark
+/// (`prof_gdump`, which the sampling study's drivers set in its options).
+fn gdump() -> Result<bool, SampledError> {
+    // SAFETY: a NUL-terminated key whose value is a bool.
+    mallctl("prof.gdump", unsafe { tikv_jemalloc_ctl::raw::read::<bool>(b"prof.gdump\0") })
+}
+
+/// The prefix jemalloc names its dumps by (`prof_prefix`; the high-water
+/// dumps are `<prefix>.<pid>.<seq>.u<n>.heap`).
+fn prefix() -> Result<std::path::PathBuf, SampledError> {
+    // SAFETY: a NUL-terminated key whose value is a pointer to jemalloc's own
+    // NUL-terminated copy of the option, which lives as long as the process.
+    let p = mallctl("opt.prof_prefix", unsafe { tikv_jemalloc_ctl::raw::read::<*const c_char>(b"opt.prof_prefix\0") })?;
+    // SAFETY: as above; jemalloc never returns it null when profiling is compiled in.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    Ok(std::path::PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(s.to_bytes())))
+}
+
 /// Forgets every sample so far (keeping the interval in force) and starts
 /// sampling.
 pub fn start() -> Result<(), SampledError> {
     reset(lg_sample()?)?;
     // SAFETY: a NUL-terminated key whose value is a bool.
     mallctl("prof.active", unsafe { tikv_jemalloc_ctl::raw::write::<bool>(b"prof.active\0", true) })
+}
+
+/// The last of the high-water dumps (the profile when jemalloc's active
+/// pages last reached a new maximum) and how many there were; every one is
+/// removed. None when no dump was written: the process never grew past
+/// what it held when sampling began.
+fn last_peak() -> Result<Option<(Profile, u64)>, SampledError> {
+    let prefix = prefix()?;
+    let dir = match prefix.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let io = |source| SampledError::Io { path: dir.to_path_buf(), source };
+    let head = format!("{}.{}.", prefix.file_name().unwrap_or_default().to_string_lossy(), std::process::id());
+    let mut dumps: Vec<(u64, std::path::PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // `<seq>.u<n>.heap`: the n-th high-water dump.
+        let n = name
+            .strip_prefix(&head)
+            .and_then(|rest| rest.strip_suffix(".heap"))
+            .and_then(|rest| rest.split_once(".u"))
+            .and_then(|(_, n)| n.parse::<u64>().ok());
+        if let Some(n) = n {
+            dumps.push((n, entry.path()));
+        }
+    }
+    dumps.sort();
+    let Some((_, last)) = dumps.last() else { return Ok(None) };
+    let text = std::fs::read_to_string(last).map_err(|source| SampledError::Io { path: last.clone(), source })?;
+    let profile = Profile::parse(last, &text)?;
+    for (_, p) in &dumps {
+        std::fs::remove_file(p).map_err(|source| SampledError::Io { path: p.clone(), source })?;
+    }
+    Ok(Some((profile, dumps.len() as u64)))
 }
 
 /// One stack's counts as the dump prints them.
@@ -204,8 +265,17 @@ pub fn finish(path: &Path, started: std::time::Instant) -> Result<(), SampledErr
     unsafe {
         mallctl("prof.active", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.active\0", false))?;
     }
+    let peak = if gdump()? {
+        // SAFETY: a NUL-terminated key whose value is a bool.
+        unsafe {
+            mallctl("prof.gdump", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.gdump\0", false))?;
+        }
+        last_peak()?
+    } else {
+        None
+    };
     let profile = dump(&path.with_extension("heap"))?;
-    let file = to_trace(&profile, lg_sample()?, started.elapsed().as_micros() as u64);
+    let file = to_trace(&profile, peak.as_ref(), lg_sample()?, started.elapsed().as_micros() as u64);
     std::fs::write(path, serde_json::to_string(&file).expect("a JSON value"))
         .map_err(|source| SampledError::Io { path: path.to_path_buf(), source })
 }
@@ -218,7 +288,7 @@ pub fn snapshot(scratch: &Path, started: std::time::Instant) -> Result<String, S
     static DUMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = DUMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let profile = dump(&scratch.join(format!("heap-profile-{}-{n}.heap", std::process::id())))?;
-    let file = to_trace(&profile, lg_sample()?, started.elapsed().as_micros() as u64);
+    let file = to_trace(&profile, None, lg_sample()?, started.elapsed().as_micros() as u64);
     Ok(serde_json::to_string(&file).expect("a JSON value"))
 }
 
@@ -243,10 +313,28 @@ fn is_jemalloc(frame: &str, file: &str) -> bool {
     file.contains("/tikv-jemalloc-sys") || frame.split(": ").nth(1).is_some_and(|f| f.starts_with("_rjem_"))
 }
 
-fn to_trace(profile: &Profile, lg: u32, end_us: u64) -> serde_json::Value {
+/// The dhat-form trace of `profile`; with `peak` (the last high-water dump
+/// and how many were written), each stack's live estimate then is its
+/// `gb`/`gbk`, dhat's bytes and blocks at the global peak.
+fn to_trace(profile: &Profile, peak: Option<&(Profile, u64)>, lg: u32, end_us: u64) -> serde_json::Value {
     let mut table = crate::symbols::FrameTable::short();
     let mut pps = Vec::with_capacity(profile.stacks.len());
-    for (addrs, counts) in &profile.stacks {
+    let mut at_peak: std::collections::HashMap<&[usize], Estimate> = peak
+        .map(|(p, _)| p.stacks.iter().map(|(a, c)| (a.as_slice(), c.estimate(p.interval))).collect())
+        .unwrap_or_default();
+    // A stack sampled only before the peak (prof_accum keeps every stack
+    // sampled since the reset, so none should be) is kept with its peak alone.
+    let only_at_peak: Vec<(Vec<usize>, Counts)> = peak
+        .map(|(p, _)| {
+            let end: std::collections::HashSet<&[usize]> = profile.stacks.iter().map(|(a, _)| a.as_slice()).collect();
+            p.stacks
+                .iter()
+                .filter(|(a, _)| !end.contains(a.as_slice()))
+                .map(|(a, _)| (a.clone(), Counts::default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (addrs, counts) in profile.stacks.iter().chain(&only_at_peak) {
         // The first address is the profiler's own pc, the rest return addresses.
         let mut fs: Vec<usize> = Vec::new();
         for (i, &ip) in addrs.iter().enumerate() {
@@ -257,9 +345,10 @@ fn to_trace(profile: &Profile, lg: u32, end_us: u64) -> serde_json::Value {
             fs.drain(..own);
         }
         let e = counts.estimate(profile.interval);
+        let g = at_peak.remove(addrs.as_slice()).unwrap_or_default();
         pps.push(serde_json::json!({
             "tb": e.total_bytes.round() as u64, "tbk": e.total_objs.round() as u64, "tl": 0,
-            "mb": 0, "mbk": 0, "gb": 0, "gbk": 0,
+            "mb": 0, "mbk": 0, "gb": g.live_bytes.round() as u64, "gbk": g.live_objs.round() as u64,
             "eb": e.live_bytes.round() as u64, "ebk": e.live_objs.round() as u64,
             "fs": fs,
         }));
@@ -269,7 +358,10 @@ fn to_trace(profile: &Profile, lg: u32, end_us: u64) -> serde_json::Value {
         "tu": "µs", "Mtu": "s", "tuth": 10,
         "cmd": std::env::args().collect::<Vec<_>>().join(" "),
         "pid": std::process::id(), "te": end_us,
-        "sampling": { "lg_sample": lg, "interval": profile.interval, "stacks": profile.stacks.len() },
+        "sampling": {
+            "lg_sample": lg, "interval": profile.interval, "stacks": profile.stacks.len(),
+            "peak_dumps": peak.map(|(_, n)| *n),
+        },
         "pps": pps, "ftbl": table.ftbl,
     })
 }

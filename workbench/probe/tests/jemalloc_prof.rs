@@ -88,6 +88,7 @@ fn sampled_estimates_fall_within_the_bound_of_the_sampling_model() {
     // Every allocation sampled: the estimate is the count.
     let t = window(0, &path, 1000, false);
     assert_eq!(t["sampling"]["interval"], 1);
+    assert!(t["sampling"]["peak_dumps"].is_null(), "no high-water dumps unless asked for");
     assert_eq!(site(&t, "kib_site"), (1000.0 * 1024.0, 1000.0, 0.0));
 
     for lg in [12u32, 19] {
@@ -158,4 +159,64 @@ fn a_dump_is_read_and_unbiased_as_jeprof_does() {
         .unwrap_err()
         .to_string()
         .contains("y.heap:1"));
+}
+
+/// Held live together, then freed: the site's bytes at the high-water mark.
+#[inline(never)]
+fn peak_site() {
+    let held: Vec<Vec<u8>> = (0..PEAK_N).map(|_| black_box(vec![1u8; PEAK_BLOCK])).collect();
+    black_box(&held);
+}
+
+const PEAK_N: usize = 64;
+const PEAK_BLOCK: usize = 64 << 10;
+const PEAK_CHILD: &str = "PROBE_TEST_PEAK_CHILD";
+
+/// A process asked for high-water dumps (as the sampling study's children
+/// are: `prof_gdump` and `prof_prefix` in jemalloc's options, read at its
+/// start, hence a child process) writes each site's live bytes at the last
+/// of them as dhat's `gb`, and leaves no dump behind.
+#[test]
+fn the_last_high_water_dump_gives_what_was_live_at_the_peak() {
+    if let Some(dir) = std::env::var_os(PEAK_CHILD) {
+        let path = std::path::Path::new(&dir).join("cell.sampled.json");
+        let probe = probe::Probe::start(Some(&path));
+        peak_site();
+        black_box(Vec::<u8>::with_capacity(100));
+        drop(probe);
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("probe-peak-{}", std::process::id()));
+    let path = dir.join("cell.sampled.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "the_last_high_water_dump_gives_what_was_live_at_the_peak", "--nocapture"])
+        .env(PEAK_CHILD, &dir)
+        .env(
+            "_RJEM_MALLOC_CONF",
+            format!("lg_prof_sample:0,prof_gdump:true,prof_prefix:{}", dir.join("cell.peak").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(t["sampling"]["peak_dumps"].as_u64().is_some_and(|n| n > 0), "{}", t["sampling"]);
+    assert_eq!(left.len(), 1, "only the profile is left: {left:?}");
+    let ftbl: Vec<&str> = t["ftbl"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let (mut at_peak, mut live, mut blocks) = (0, 0, 0);
+    for pp in t["pps"].as_array().unwrap() {
+        if pp["fs"].as_array().unwrap().iter().any(|f| ftbl[f.as_u64().unwrap() as usize].contains("peak_site")) {
+            at_peak += pp["gb"].as_u64().unwrap();
+            blocks += pp["gbk"].as_u64().unwrap();
+            live += pp["eb"].as_u64().unwrap();
+        }
+    }
+    // Every allocation sampled: what was held when the pages last peaked,
+    // and nothing live at the end. jemalloc dumps inside the allocation that
+    // takes its pages past the maximum, before it records that allocation:
+    // the holder's buffer and every block but the last, which made the peak.
+    let holder = PEAK_N * std::mem::size_of::<Vec<u8>>();
+    assert_eq!((at_peak, blocks, live), (((PEAK_N - 1) * PEAK_BLOCK + holder) as u64, PEAK_N as u64, 0));
 }

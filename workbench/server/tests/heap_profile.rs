@@ -79,7 +79,7 @@ fn the_sampling_build_answers_its_heap_in_pprof() {
         trace::Trace::load(&path).unwrap_or_else(|e| panic!("{e}"))
     };
     let first = read(&heap_profile(&mut c).unwrap(), "first.pb.gz");
-    assert_eq!(first.sampling, Some(trace::Sampling { lg_sample: 0, interval: 1 }));
+    assert_eq!(first.sampling, Some(trace::Sampling { lg_sample: 0, interval: 1, peak_dumps: None }));
     assert!(first.cmd.contains("datastore-server") && first.cmd.contains("serve"), "{}", first.cmd);
     // The engine's own allocations are attributed to it, and something is live.
     let engine = |t: &trace::Trace| -> u64 {
@@ -103,7 +103,7 @@ fn the_sampling_build_answers_its_heap_in_pprof() {
     create(&mut c);
     load(&mut c, 200);
     let sampled = read(&heap_profile(&mut c).unwrap(), "sampled.pb.gz");
-    assert_eq!(sampled.sampling, Some(trace::Sampling { lg_sample: 19, interval: 1 << 19 }));
+    assert_eq!(sampled.sampling, Some(trace::Sampling { lg_sample: 19, interval: 1 << 19, peak_dumps: None }));
 }
 
 #[cfg(not(feature = "jemalloc-prof"))]

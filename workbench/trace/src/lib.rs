@@ -121,13 +121,25 @@ struct DhatFile {
 }
 
 /// How a sampled profile was sampled: its counts are estimates, and what a
-/// sample cannot know (the global peak, lifetimes) is 0 in its file.
+/// sample cannot know (lifetimes) is 0 in its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub struct Sampling {
     /// log2 of the mean bytes between samples.
     pub lg_sample: u32,
     /// The mean bytes between samples.
     pub interval: u64,
+    /// High-water dumps the process wrote (`probe::sampled`): with one or
+    /// more, each site's `at_peak` is its estimate in the last; none, the
+    /// process dumped at no peak and `at_peak` is 0.
+    #[serde(default)]
+    pub peak_dumps: Option<u64>,
+}
+
+impl Sampling {
+    /// Whether the profile holds live bytes at a peak.
+    pub fn has_peak(&self) -> bool {
+        self.peak_dumps.is_some_and(|n| n > 0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -367,7 +379,7 @@ mod tests {
         let text = r#"{"dhatFileVersion":2,"mode":"rust-heap","cmd":"x","te":2,"sampling":{"lg_sample":12,"interval":4096},
             "pps":[{"tb":30,"tbk":1,"eb":30,"fs":[1]}],"ftbl":["[root]","0x1: zap::f (zap/src/a.rs:1:1)"]}"#;
         let t = Trace::parse(Path::new("t.sampled.json"), text).unwrap();
-        assert_eq!(t.sampling, Some(Sampling { lg_sample: 12, interval: 4096 }));
+        assert_eq!(t.sampling, Some(Sampling { lg_sample: 12, interval: 4096, peak_dumps: None }));
         let out = render_top(&t, By::Bytes, None, 5);
         assert!(out.contains("sampled by jemalloc") && out.contains("live at exit 30 B"), "{out}");
         assert!(!out.contains("at peak"), "{out}");

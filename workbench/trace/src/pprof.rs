@@ -456,11 +456,11 @@ pub fn parse(path: &Path, raw: &[u8]) -> Result<Trace, TraceError> {
         }
         sites.push(site);
     }
-    let sampling = p
-        .period_type
-        .as_ref()
-        .filter(|v| s(v.r#type) == "space")
-        .map(|_| Sampling { lg_sample: (p.period.max(1) as u64).ilog2(), interval: p.period.max(1) as u64 });
+    let sampling = p.period_type.as_ref().filter(|v| s(v.r#type) == "space").map(|_| Sampling {
+        lg_sample: (p.period.max(1) as u64).ilog2(),
+        interval: p.period.max(1) as u64,
+        peak_dumps: None,
+    });
     let cmd = p.comment.iter().find_map(|&c| s(c).strip_prefix(CMD)).unwrap_or("").to_string();
     Ok(Trace {
         path: path.to_path_buf(),
@@ -571,7 +571,7 @@ mod tests {
         let s = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!((s(p.default_sample_type), p.period), ("inuse_space", 524288));
         let back = parse(Path::new("s.pb"), &raw).unwrap();
-        assert_eq!(back.sampling, Some(Sampling { lg_sample: 19, interval: 524288 }));
+        assert_eq!(back.sampling, Some(Sampling { lg_sample: 19, interval: 524288, peak_dumps: None }));
         let site = &back.sites[0];
         assert_eq!((site.bytes, site.blocks, site.at_exit, site.at_exit_blocks), (900, 3, 600, 2));
         assert_eq!(site.key(), "server::handler::Handler::run");

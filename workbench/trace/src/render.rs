@@ -36,8 +36,13 @@ pub fn render_top(t: &Trace, by: By, side: Option<Side>, limit: usize) -> String
         let per_op = t
             .operations
             .map(|n| format!("  {:.1} B/op  {:.3} blocks/op", x.bytes as f64 / n as f64, x.blocks as f64 / n as f64));
-        // A sampled profile knows what is live at its end, not at the peak.
+        // A sampled profile knows what is live at its end, and at the peak
+        // only where it dumped at its high-water mark (an estimate, at the
+        // pages' peak, not the bytes').
         let when = match t.sampling {
+            Some(s) if s.has_peak() => {
+                format!("live at exit {} B  at the high-water dump ≈ {} B", thousands(x.at_exit), thousands(x.at_peak))
+            }
             Some(_) => format!("live at exit {} B", thousands(x.at_exit)),
             None => format!(
                 "at peak {} B  avg life {}",

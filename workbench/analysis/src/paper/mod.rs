@@ -161,6 +161,11 @@ pub const MACROS: &[Macro] = &[
     m("samplingServerFineError", "sampling-accuracy-server", "12", 1 << 12, col::SAMPLING_ERROR),
     m("samplingServerEveryVsDhat", "sampling-accuracy-server", "0", 1, col::ERROR_VS_DHAT),
     m("samplingDefaultModelFound", "sampling-accuracy", "19", 1 << 19, col::MODEL_FOUND),
+    // What is live at the peak: the last high-water dump against the
+    // every-allocation profile's, and against dhat's byte peak.
+    m("samplingDefaultPeak", "sampling-accuracy", "19", 1 << 19, col::PEAK_ERROR),
+    m("samplingFinePeak", "sampling-accuracy", "12", 1 << 12, col::PEAK_ERROR),
+    m("samplingEveryPeakVsDhat", "sampling-accuracy", "0", 1, col::PEAK_VS_DHAT),
     // What the profiler costs the server at four clients, and the A/A beside it.
     m("profilerCostFilter", "profiler-cost", "filtered-count", 4, col::SAMPLING_VS_JEMALLOC),
     m("profilerCostAgg", "profiler-cost", "group-by-category", 4, col::SAMPLING_VS_JEMALLOC),

@@ -105,15 +105,24 @@ fn key_of(stack: &[trace::Frame]) -> String {
 /// Bytes and allocations per site of one profile.
 type Sites = BTreeMap<Key, (f64, f64)>;
 
-/// A trace's [`Sites`].
-fn sites(t: &Trace) -> Sites {
-    let mut out: Sites = BTreeMap::new();
+/// A trace's [`Sites`]: what each allocated in all, and what each held at
+/// the peak (none for a sampled profile that dumped at no peak).
+fn sites(t: &Trace) -> (Sites, Option<Sites>) {
+    let mut all: Sites = BTreeMap::new();
+    let mut peak: Sites = BTreeMap::new();
     for s in &t.sites {
-        let e = out.entry((key_of(&s.stack), s.side)).or_default();
+        let key = (key_of(&s.stack), s.side);
+        let e = all.entry(key.clone()).or_default();
         e.0 += s.bytes as f64;
         e.1 += s.blocks as f64;
+        if s.at_peak > 0 {
+            let e = peak.entry(key).or_default();
+            e.0 += s.at_peak as f64;
+            e.1 += s.at_peak_blocks as f64;
+        }
     }
-    out
+    let has_peak = t.sampling.is_none_or(|s| s.has_peak());
+    (all, has_peak.then_some(peak))
 }
 
 /// One site of one sampled profile beside its truth.
@@ -169,6 +178,12 @@ pub struct Profile {
     /// Of the truth's ten largest sites, the share among the sampled
     /// profile's ten largest.
     pub top10: f64,
+    /// What is live at the peak: the whole-profile error of the sampled
+    /// profile's last high-water dump against the truth's (the every-
+    /// allocation profile's own dump, else dhat's peak); none without a dump.
+    pub peak_error: Option<f64>,
+    /// The same against dhat's live bytes at its own peak.
+    pub peak_vs_dhat: Option<f64>,
 }
 
 /// Σ|estimated − truth| over the sites of either, ÷ Σ truth.
@@ -201,7 +216,7 @@ fn top10(truth: &Sites, est: &Sites) -> f64 {
 /// Every sampled profile of a run against its cell's exact trace.
 pub fn compare(run: &Run) -> Result<Vec<Profile>> {
     let dir = run.dir.join("traces");
-    let load = |name: &str| -> Result<Sites> {
+    let load = |name: &str| -> Result<(Sites, Option<Sites>)> {
         let path = dir.join(name);
         Ok(sites(&Trace::load(&path).with_context(|| format!("the sampling-accuracy profile {}", path.display()))?))
     };
@@ -213,8 +228,8 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
             sampled.insert((r.cell.codec().to_string(), r.cell.payload(), r.cell.rep, lg), trace.to_string());
         }
     }
-    let mut exact: BTreeMap<(String, u64), Sites> = BTreeMap::new();
-    let mut every: BTreeMap<(String, u64, u64), Sites> = BTreeMap::new();
+    let mut exact: BTreeMap<(String, u64), (Sites, Option<Sites>)> = BTreeMap::new();
+    let mut every: BTreeMap<(String, u64, u64), (Sites, Option<Sites>)> = BTreeMap::new();
     let mut out = Vec::new();
     for ((codec, payload, rep, lg), file) in &sampled {
         let cell = (codec.clone(), *payload);
@@ -238,9 +253,15 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
             }
             None => None,
         };
-        let dhat = &exact[&cell];
-        let truth = usable.unwrap_or(dhat);
-        let est = load(file)?;
+        let (dhat, dhat_peak) = &exact[&cell];
+        let truth = usable.map_or(dhat, |u| &u.0);
+        let (est, est_peak) = load(file)?;
+        let truth_peak = usable.and_then(|u| u.1.as_ref()).or(dhat_peak.as_ref());
+        let peak_error = match (&est_peak, truth_peak) {
+            (Some(e), Some(t)) if usable.is_none() || *lg > 0 => Some(whole_error(t, e)),
+            _ => None,
+        };
+        let peak_vs_dhat = est_peak.as_ref().zip(dhat_peak.as_ref()).map(|(e, d)| whole_error(d, e));
         let mut order: Vec<(&Key, &(f64, f64))> = truth.iter().collect();
         order.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
         let sites = order
@@ -257,6 +278,8 @@ pub fn compare(run: &Run) -> Result<Vec<Profile>> {
             error: whole_error(dhat, &est),
             sampling_error: (usable.is_none() || *lg > 0).then(|| whole_error(truth, &est)),
             top10: top10(truth, &est),
+            peak_error,
+            peak_vs_dhat,
         });
     }
     Ok(out)
@@ -338,6 +361,10 @@ pub fn table(run: &Run) -> Result<Table> {
         cells.push(missed.map_or_else(|| crate::report::tables::dash().into(), |b| fmt::bytes(b).into()));
         cells.push(fmt::bytes(found_95(lg)).into());
         cells.push(ranged(&errors));
+        let peak: Vec<f64> = ps.iter().filter_map(|p| p.peak_error).collect();
+        let peak_dhat: Vec<f64> = ps.iter().filter_map(|p| p.peak_vs_dhat).collect();
+        cells.push(ranged(&peak));
+        cells.push(ranged(&peak_dhat));
         rows.push(cells);
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
@@ -378,6 +405,11 @@ pub fn table(run: &Run) -> Result<Table> {
              (R ln 20). Error vs dhat: the same \
              sum against dhat's exact profile, which counts requested bytes (jemalloc: size classes) and charges \
              a realloc's growth to the block's first site (jemalloc: the new block to the realloc's stack).{moves} \
+             At peak: the same sum over what each site holds live at the peak, from the last of the dumps \
+             jemalloc writes each time its active pages pass their maximum (prof_gdump, production's way \
+             to a profile at the peak), against the every-allocation profile's own last dump; beside it, \
+             against dhat's live bytes at its byte peak, a moment the page peak need not match; over the \
+             profiles that dumped at all (a process that never grew past its start dumps nothing). \
              Our own study: neither source paper samples.",
         ),
         header: vec![
@@ -392,6 +424,8 @@ pub fn table(run: &Run) -> Result<Table> {
             col::LARGEST_MISSED,
             col::MODEL_FOUND,
             col::ERROR_VS_DHAT,
+            col::PEAK_ERROR,
+            col::PEAK_VS_DHAT,
         ],
         rows,
         source: source_of(run),
@@ -492,7 +526,7 @@ mod tests {
             "subject::main",
         ]);
         assert_eq!(sites(&a), sites(&b));
-        assert_eq!(sites(&a).keys().next().unwrap().0, "stacks::codecs::zap::encode");
+        assert_eq!(sites(&a).0.keys().next().unwrap().0, "stacks::codecs::zap::encode");
     }
 
     fn record(lg: Option<u32>, trace: &str) -> SamplingAccuracy {
@@ -555,6 +589,63 @@ mod tests {
             "{:?}",
             lines.iter().map(|l| (&l.label, &l.points)).collect::<Vec<_>>()
         );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A trace of sites `(function, bytes, blocks, bytes at the peak)`;
+    /// sampled at 2^`lg` with `dumps` high-water dumps where given.
+    fn peaked(sites: &[(&str, u64, u64, u64)], sampled: Option<(u32, Option<u64>)>) -> String {
+        let plain: Vec<(&str, u64, u64)> = sites.iter().map(|&(f, b, n, _)| (f, b, n)).collect();
+        let mut t: serde_json::Value = serde_json::from_str(&trace(&plain)).unwrap();
+        for (pp, &(.., gb)) in t["pps"].as_array_mut().unwrap().iter_mut().zip(sites) {
+            pp["gb"] = gb.into();
+            pp["gbk"] = u64::from(gb > 0).into();
+        }
+        if let Some((lg, dumps)) = sampled {
+            t["sampling"] = serde_json::json!({"lg_sample": lg, "interval": 1u64 << lg, "peak_dumps": dumps});
+        }
+        t.to_string()
+    }
+
+    #[test]
+    fn what_is_live_at_the_peak_is_held_against_the_last_high_water_dump_and_dhat() {
+        let dir = std::env::temp_dir().join(format!("wb-sampling-peak-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        let write = |name: &str, text: String| std::fs::write(dir.join("traces").join(name), text).unwrap();
+        write("zap-p0-dhat-r0.dhat.json", peaked(&[("big", 2_000_000, 10, 1000), ("small", 2400, 100, 0)], None));
+        // The every-allocation profile's last dump: another moment than dhat's peak.
+        write(
+            "zap-p0-jemalloc-prof-r0-lg0.sampled.json",
+            peaked(&[("big", 2_000_000, 10, 800), ("small", 3200, 100, 200)], Some((0, Some(3)))),
+        );
+        write(
+            "zap-p0-jemalloc-prof-r0-lg12.sampled.json",
+            peaked(&[("big", 2_200_000, 11, 1000), ("small", 3200, 100, 0)], Some((12, Some(2)))),
+        );
+        // Dumped at no peak: no error at the peak, not a 100 % one.
+        write(
+            "zap-p0-jemalloc-prof-r0-lg16.sampled.json",
+            peaked(&[("big", 2_000_000, 10, 0), ("small", 3200, 100, 0)], Some((16, None))),
+        );
+        let rows = vec![
+            (subject("zap", 0, "dhat", 0), record(None, "zap-p0-dhat-r0.dhat.json")),
+            (subject("zap", 0, "jemalloc-prof", 0), record(Some(0), "zap-p0-jemalloc-prof-r0-lg0.sampled.json")),
+            (subject("zap", 0, "jemalloc-prof", 0), record(Some(12), "zap-p0-jemalloc-prof-r0-lg12.sampled.json")),
+            (subject("zap", 0, "jemalloc-prof", 0), record(Some(16), "zap-p0-jemalloc-prof-r0-lg16.sampled.json")),
+        ];
+        let mut r = run("sampling-accuracy", None, &rows);
+        r.dir = dir.clone();
+        let ps = compare(&r).unwrap();
+        let at = |lg: u32| ps.iter().find(|p| p.lg == lg).unwrap();
+        assert_eq!(at(0).peak_error, None, "the truth itself");
+        assert!((at(0).peak_vs_dhat.unwrap() - 400.0 / 1000.0).abs() < 1e-12);
+        // Against the every-allocation dump (800 + 200): |1000 − 800| + |0 − 200|.
+        assert!((at(12).peak_error.unwrap() - 400.0 / 1000.0).abs() < 1e-12);
+        assert_eq!(at(12).peak_vs_dhat, Some(0.0));
+        assert_eq!((at(16).peak_error, at(16).peak_vs_dhat), (None, None));
+        let t = table(&r).unwrap();
+        assert_eq!(crate::report::fixture::cell(&t, &["12"], col::PEAK_ERROR), pct(0.4));
+        assert_eq!(crate::report::fixture::cell(&t, &["16"], col::PEAK_VS_DHAT), crate::report::tables::dash());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -108,6 +108,10 @@ pub mod col {
     pub const LARGEST_MISSED: &str = "Largest missed";
     pub const MODEL_FOUND: &str = "Model: found from";
     pub const ERROR_VS_DHAT: &str = "Error vs dhat";
+    /// Sampling error of what is live at the peak (the last high-water dump).
+    pub const PEAK_ERROR: &str = "At peak";
+    /// The same against dhat's live bytes at its own (byte) peak.
+    pub const PEAK_VS_DHAT: &str = "At peak vs dhat";
     pub const SAMPLING_VS_JEMALLOC: &str = "Sampling ÷ jemalloc";
     pub const A_A_JEMALLOC: &str = "A/A: jemalloc ÷ jemalloc";
     pub const CALL_PEAK: &str = "Peak";

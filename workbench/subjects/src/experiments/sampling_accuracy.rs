@@ -55,6 +55,22 @@ pub fn run(ctx: Ctx<'_>, workload: impl FnOnce() -> Result<()>) -> Result<()> {
     Ok(())
 }
 
+/// The options ([`MALLOC_CONF`]) of the child sampling at 2^`lg` whose
+/// profile goes to `path`: the interval as production sets it, and a dump
+/// each time jemalloc's active pages pass their maximum (`prof_gdump`,
+/// production's way to a profile at the peak), beside the profile
+/// (`<path>.peak.<pid>.<seq>.u<n>.heap`): `probe::sampled` reads the last
+/// as each site's live bytes at the peak and removes them all. Not the
+/// profiler's default: profiler-cost, which times production's settings,
+/// runs without it.
+fn sampling_conf(lg: u32, path: &Path) -> Result<String> {
+    let prefix = path.with_extension("peak");
+    let prefix = prefix.to_str().filter(|p| !p.contains(',')).ok_or_else(|| {
+        anyhow!("{}: jemalloc's options cannot carry this path (a comma, or not UTF-8)", prefix.display())
+    })?;
+    Ok(format!("lg_prof_sample:{lg},prof_gdump:true,prof_prefix:{prefix}"))
+}
+
 fn file_name(p: &Path) -> Result<String> {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| anyhow!("{}: no file name", p.display()))
 }
@@ -79,7 +95,7 @@ fn sampled(ctx: Ctx<'_>, params: &SamplingParams) -> Result<()> {
             let spawned = std::process::Command::new(&exe)
                 .arg("--cell")
                 .arg(serde_json::to_string(&child)?)
-                .env(MALLOC_CONF, format!("lg_prof_sample:{lg}"))
+                .env(MALLOC_CONF, sampling_conf(lg, &path)?)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
