@@ -99,6 +99,7 @@ pub const MACROS: &[Macro] = &[
     m("zapEncodeNs", "codec-speed", "zap", 64, col::ENCODE_NS),
     m("zapDecodeNs", "codec-speed", "zap", 64, col::DECODE_NS),
     m("zapAAEnc", "codec-speed", "zap", 1024, col::ENC_VS_ZAP),
+    m("zapSixtyFourAAEnc", "codec-speed", "zap", 64, col::ENC_VS_ZAP),
     m("flatbuffersEncVsZap", "codec-speed", "flatbuffers", 64, col::ENC_VS_ZAP),
     m("zapBareEncVsMemcpy", "codec-speed", "zap", 0, col::ENC_VS_MEMCPY),
     m("zapBareDecVsMemcpy", "codec-speed", "zap", 0, col::DEC_VS_MEMCPY),

@@ -320,6 +320,9 @@ pub fn table(run: &Run) -> Result<Table> {
     for p in &profiles {
         by_lg.entry(p.lg).or_default().push(p);
     }
+    // The columns at the peak where some process dumped at one (the server's
+    // profiles are not asked to): a run without any shows none.
+    let peaks = profiles.iter().any(|p| p.peak_vs_dhat.is_some());
     let mut rows = Vec::new();
     for (&lg, ps) in &by_lg {
         let mut found = [(0usize, 0usize); 3];
@@ -361,10 +364,12 @@ pub fn table(run: &Run) -> Result<Table> {
         cells.push(missed.map_or_else(|| crate::report::tables::dash().into(), |b| fmt::bytes(b).into()));
         cells.push(fmt::bytes(found_95(lg)).into());
         cells.push(ranged(&errors));
-        let peak: Vec<f64> = ps.iter().filter_map(|p| p.peak_error).collect();
-        let peak_dhat: Vec<f64> = ps.iter().filter_map(|p| p.peak_vs_dhat).collect();
-        cells.push(ranged(&peak));
-        cells.push(ranged(&peak_dhat));
+        if peaks {
+            let peak: Vec<f64> = ps.iter().filter_map(|p| p.peak_error).collect();
+            let peak_dhat: Vec<f64> = ps.iter().filter_map(|p| p.peak_vs_dhat).collect();
+            cells.push(ranged(&peak));
+            cells.push(ranged(&peak_dhat));
+        }
         rows.push(cells);
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
@@ -404,15 +409,19 @@ pub fn table(run: &Run) -> Result<Table> {
              largest site some seed missed, beside the size from which the model finds a site 19 times in 20 \
              (R ln 20). Error vs dhat: the same \
              sum against dhat's exact profile, which counts requested bytes (jemalloc: size classes) and charges \
-             a realloc's growth to the block's first site (jemalloc: the new block to the realloc's stack).{moves} \
-             At peak: the same sum over what each site holds live at the peak, from the last of the dumps \
-             jemalloc writes each time its active pages pass their maximum (prof_gdump, production's way \
-             to a profile at the peak), against the every-allocation profile's own last dump; beside it, \
-             against dhat's live bytes at its byte peak, a moment the page peak need not match; over the \
-             profiles that dumped at all (a process that never grew past its start dumps nothing). \
-             Our own study: neither source paper samples.",
+             a realloc's growth to the block's first site (jemalloc: the new block to the realloc's stack).{moves}\
+             {at_peak} Our own study: neither source paper samples.",
+            at_peak = if peaks {
+                " At peak: the same sum over what each site holds live at the peak, from the last of the dumps \
+                 jemalloc writes each time its active pages pass their maximum (prof_gdump, production's way to \
+                 a profile at the peak), against the every-allocation profile's own last dump; beside it, against \
+                 dhat's live bytes at its byte peak, a moment the page peak need not match; over the profiles \
+                 that dumped at all (a process that never grew past its start dumps nothing)."
+            } else {
+                ""
+            },
         ),
-        header: vec![
+        header: [
             "log2",
             col::INTERVAL,
             "Profiles",
@@ -424,9 +433,10 @@ pub fn table(run: &Run) -> Result<Table> {
             col::LARGEST_MISSED,
             col::MODEL_FOUND,
             col::ERROR_VS_DHAT,
-            col::PEAK_ERROR,
-            col::PEAK_VS_DHAT,
-        ],
+        ]
+        .into_iter()
+        .chain(peaks.then_some([col::PEAK_ERROR, col::PEAK_VS_DHAT]).into_iter().flatten())
+        .collect(),
         rows,
         source: source_of(run),
     })
