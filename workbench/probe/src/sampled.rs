@@ -38,21 +38,21 @@
 //! - [`MALLOC_CONF`]: profiling compiled in and enabled, sampling off until
 //!   [`start`]; the interval comes from `_RJEM_MALLOC_CONF` (as in
 //!   production, `lg_prof_sample:N`), else jemalloc's default 2^19;
-//! - [`start`], [`finish`]: reset and activate; dump, read the last
-//!   high-water dump (if any), resolve, write;
+//! - [`start`], [`finish`]: (start the peak watcher,) reset and activate;
+//!   dump, read the watcher's last dump (if any), resolve, write;
 //!   [`snapshot`]: the same, sampling left on (a server asked mid-run);
 //! - [`Profile::parse`], [`unbias`]: the dump format and its estimates;
 //! - the file: a dhat trace (`dhatFileVersion` 2) whose `tb`/`tbk` are the
 //!   estimated cumulative bytes and allocations of each site and `eb`/`ebk`
 //!   the estimated bytes and allocations live at the end, with a
-//!   `sampling` object (interval, stacks, high-water dumps); `gb`/`gbk`,
-//!   dhat's bytes and blocks at the global peak, are the estimated live
-//!   bytes and allocations of jemalloc's last high-water dump, where the
-//!   process asked for them (`prof_gdump` and `prof_prefix` in its options:
-//!   a dump each time its active pages pass their maximum), else 0. That is
-//!   the page-level peak production can dump at, not dhat's byte-level
-//!   one: the two moments may differ. What a sample cannot give
-//!   (lifetimes) is 0. `trace top`, `trace export`
+//!   `sampling` object (interval, stacks, peak dumps); `gb`/`gbk`, dhat's
+//!   bytes and blocks at the global peak, are the estimated live bytes and
+//!   allocations of the last dump at a peak, where the process asked for
+//!   them (`prof_gdump` and `prof_prefix` in its options; [`PeakWatch`]:
+//!   jemalloc's own such dumps deadlock, so ours are taken instead, at
+//!   each new maximum of the resident set), else 0. That is a page-level
+//!   peak, as production's, not dhat's byte-level one: the two moments may
+//!   differ. What a sample cannot give (lifetimes) is 0. `trace top`, `trace export`
 //!   and the comparison with the exact trace read it as they read dhat's.
 
 use std::ffi::{c_char, CString};
@@ -101,15 +101,14 @@ pub fn reset(lg: u32) -> Result<(), SampledError> {
     mallctl("prof.reset", unsafe { tikv_jemalloc_ctl::raw::write::<usize>(b"prof.reset\0", lg as usize) })
 }
 
-/// Whether this process dumps its profile at each new high-water mark
-/// (`prof_gdump`, which the sampling study's drivers set in its options).
+/// Whether this process asked for dumps at its peaks (`prof_gdump` in its
+/// options, which the sampling study's drivers set).
 fn gdump() -> Result<bool, SampledError> {
     // SAFETY: a NUL-terminated key whose value is a bool.
-    mallctl("prof.gdump", unsafe { tikv_jemalloc_ctl::raw::read::<bool>(b"prof.gdump\0") })
+    mallctl("opt.prof_gdump", unsafe { tikv_jemalloc_ctl::raw::read::<bool>(b"opt.prof_gdump\0") })
 }
 
-/// The prefix jemalloc names its dumps by (`prof_prefix`; the high-water
-/// dumps are `<prefix>.<pid>.<seq>.u<n>.heap`).
+/// The prefix jemalloc names its dumps by (`prof_prefix`).
 fn prefix() -> Result<std::path::PathBuf, SampledError> {
     // SAFETY: a NUL-terminated key whose value is a pointer to jemalloc's own
     // NUL-terminated copy of the option, which lives as long as the process.
@@ -119,48 +118,113 @@ fn prefix() -> Result<std::path::PathBuf, SampledError> {
     Ok(std::path::PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(s.to_bytes())))
 }
 
+/// This process's resident bytes now (VmRSS, read without allocating):
+/// the watcher's measure of size. The sampling build keeps jemalloc's
+/// statistics compiled out (`stats.active` does not exist in it), as
+/// production's profiling builds do; resident pages follow the heap up, and
+/// jemalloc hands them back lazily, so a new maximum is a new peak.
+fn resident() -> Result<usize, SampledError> {
+    crate::rss::read()
+        .map(|r| r.rss as usize)
+        .ok_or_else(|| SampledError::Io { path: "/proc/self/status".into(), source: std::io::Error::other("no VmRSS") })
+}
+
+/// How often the peak watcher reads the resident bytes.
+const PEAK_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+/// The watcher dumps again once the resident bytes pass the last dump's by
+/// more than this fraction of them: the dumps of a growing process are
+/// few (each costs a write of the whole profile), and the last is within
+/// it of the largest the watcher saw.
+const PEAK_STEP: usize = 32;
+
+/// The peak watcher of a process that asked for dumps at its peaks.
+///
+/// jemalloc's own high-water dumps (`prof_gdump`) deadlock: the dump runs
+/// inside the allocation that passes the maximum, and when that is the
+/// profiler's own (its hash table of a thread's stacks growing, under that
+/// thread's lock), the dump waits for the lock its thread holds (jemalloc
+/// 5.3.1: `prof_lookup` → `ckh_grow` → `extent_gdump_add` → `prof_dump_prep`;
+/// a transport's profile at every allocation hung so). So they are turned
+/// off, and a thread of ours reads the resident bytes every [`PEAK_POLL`]
+/// and dumps (`prof.dump`, outside any allocation) at each new maximum past
+/// the last dump's by [`PEAK_STEP`]: a peak shorter than the poll can be
+/// missed.
+struct PeakWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<u64, SampledError>>,
+    path: std::path::PathBuf,
+}
+
+static WATCH: std::sync::Mutex<Option<PeakWatch>> = std::sync::Mutex::new(None);
+
+fn watch_peaks(path: std::path::PathBuf) -> Result<PeakWatch, SampledError> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut last = resident()?;
+    // Made here, before sampling begins: the watcher allocates nothing.
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| SampledError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("peak-watch".into())
+        .spawn(move || -> Result<u64, SampledError> {
+            let mut dumps = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let now = resident()?;
+                if now > last + last / PEAK_STEP {
+                    // SAFETY: `prof.dump` takes a NUL-terminated path, read before it returns.
+                    unsafe {
+                        mallctl(
+                            "prof.dump",
+                            tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", c.as_ptr()),
+                        )?;
+                    }
+                    (last, dumps) = (now, dumps + 1);
+                }
+                std::thread::sleep(PEAK_POLL);
+            }
+            Ok(dumps)
+        })
+        .map_err(|source| SampledError::Io { path: path.clone(), source })?;
+    Ok(PeakWatch { stop, thread, path })
+}
+
 /// Forgets every sample so far (keeping the interval in force) and starts
-/// sampling.
+/// sampling; a process that asked for dumps at its peaks starts its
+/// watcher first, so that starting it is not in the profile.
 pub fn start() -> Result<(), SampledError> {
+    if gdump()? {
+        // SAFETY: a NUL-terminated key whose value is a bool.
+        unsafe {
+            mallctl("prof.gdump", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.gdump\0", false))?;
+        }
+        let path = prefix()?.with_extension(format!("{}.peak.heap", std::process::id()));
+        let watch = watch_peaks(path)?;
+        *WATCH.lock().unwrap_or_else(|e| e.into_inner()) = Some(watch);
+    }
     reset(lg_sample()?)?;
     // SAFETY: a NUL-terminated key whose value is a bool.
     mallctl("prof.active", unsafe { tikv_jemalloc_ctl::raw::write::<bool>(b"prof.active\0", true) })
 }
 
-/// The last of the high-water dumps (the profile when jemalloc's active
-/// pages last reached a new maximum) and how many there were; every one is
-/// removed. None when no dump was written: the process never grew past
-/// what it held when sampling began.
+/// The watcher's last dump (the profile when the resident bytes last passed
+/// their maximum) and how many it wrote; the file is removed. None without a
+/// watcher or a dump: the process never grew past what it held when
+/// sampling began.
 fn last_peak() -> Result<Option<(Profile, u64)>, SampledError> {
-    let prefix = prefix()?;
-    let dir = match prefix.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let io = |source| SampledError::Io { path: dir.to_path_buf(), source };
-    let head = format!("{}.{}.", prefix.file_name().unwrap_or_default().to_string_lossy(), std::process::id());
-    let mut dumps: Vec<(u64, std::path::PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // `<seq>.u<n>.heap`: the n-th high-water dump.
-        let n = name
-            .strip_prefix(&head)
-            .and_then(|rest| rest.strip_suffix(".heap"))
-            .and_then(|rest| rest.split_once(".u"))
-            .and_then(|(_, n)| n.parse::<u64>().ok());
-        if let Some(n) = n {
-            dumps.push((n, entry.path()));
-        }
+    let Some(w) = WATCH.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(None) };
+    w.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let dumps = w.thread.join().map_err(|_| SampledError::Io {
+        path: w.path.clone(),
+        source: std::io::Error::other("the peak watcher panicked"),
+    })??;
+    if dumps == 0 {
+        return Ok(None);
     }
-    dumps.sort();
-    let Some((_, last)) = dumps.last() else { return Ok(None) };
-    let text = std::fs::read_to_string(last).map_err(|source| SampledError::Io { path: last.clone(), source })?;
-    let profile = Profile::parse(last, &text)?;
-    for (_, p) in &dumps {
-        std::fs::remove_file(p).map_err(|source| SampledError::Io { path: p.clone(), source })?;
-    }
-    Ok(Some((profile, dumps.len() as u64)))
+    let io = |source| SampledError::Io { path: w.path.clone(), source };
+    let text = std::fs::read_to_string(&w.path).map_err(io)?;
+    let profile = Profile::parse(&w.path, &text)?;
+    std::fs::remove_file(&w.path).map_err(io)?;
+    Ok(Some((profile, dumps)))
 }
 
 /// One stack's counts as the dump prints them.
@@ -265,15 +329,7 @@ pub fn finish(path: &Path, started: std::time::Instant) -> Result<(), SampledErr
     unsafe {
         mallctl("prof.active", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.active\0", false))?;
     }
-    let peak = if gdump()? {
-        // SAFETY: a NUL-terminated key whose value is a bool.
-        unsafe {
-            mallctl("prof.gdump", tikv_jemalloc_ctl::raw::write::<bool>(b"prof.gdump\0", false))?;
-        }
-        last_peak()?
-    } else {
-        None
-    };
+    let peak = last_peak()?;
     let profile = dump(&path.with_extension("heap"))?;
     let file = to_trace(&profile, peak.as_ref(), lg_sample()?, started.elapsed().as_micros() as u64);
     std::fs::write(path, serde_json::to_string(&file).expect("a JSON value"))

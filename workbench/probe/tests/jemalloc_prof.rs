@@ -161,10 +161,12 @@ fn a_dump_is_read_and_unbiased_as_jeprof_does() {
         .contains("y.heap:1"));
 }
 
-/// Held live together, then freed: the site's bytes at the high-water mark.
+/// Held live together long enough for the peak watcher to see them, then
+/// freed: the site's bytes at the peak.
 #[inline(never)]
 fn peak_site() {
     let held: Vec<Vec<u8>> = (0..PEAK_N).map(|_| black_box(vec![1u8; PEAK_BLOCK])).collect();
+    std::thread::sleep(std::time::Duration::from_millis(50));
     black_box(&held);
 }
 
@@ -172,7 +174,7 @@ const PEAK_N: usize = 64;
 const PEAK_BLOCK: usize = 64 << 10;
 const PEAK_CHILD: &str = "PROBE_TEST_PEAK_CHILD";
 
-/// A process asked for high-water dumps (as the sampling study's children
+/// A process asked for dumps at its peaks (as the sampling study's children
 /// are: `prof_gdump` and `prof_prefix` in jemalloc's options, read at its
 /// start, hence a child process) writes each site's live bytes at the last
 /// of them as dhat's `gb`, and leaves no dump behind.
@@ -213,10 +215,8 @@ fn the_last_high_water_dump_gives_what_was_live_at_the_peak() {
             live += pp["eb"].as_u64().unwrap();
         }
     }
-    // Every allocation sampled: what was held when the pages last peaked,
-    // and nothing live at the end. jemalloc dumps inside the allocation that
-    // takes its pages past the maximum, before it records that allocation:
-    // the holder's buffer and every block but the last, which made the peak.
+    // Every allocation sampled: what was held at the peak, every block and
+    // the holder's buffer, and nothing live at the end.
     let holder = PEAK_N * std::mem::size_of::<Vec<u8>>();
-    assert_eq!((at_peak, blocks, live), (((PEAK_N - 1) * PEAK_BLOCK + holder) as u64, PEAK_N as u64, 0));
+    assert_eq!((at_peak, blocks, live), ((PEAK_N * PEAK_BLOCK + holder) as u64, PEAK_N as u64 + 1, 0));
 }

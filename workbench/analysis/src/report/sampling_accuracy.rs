@@ -413,10 +413,11 @@ pub fn table(run: &Run) -> Result<Table> {
              {at_peak} Our own study: neither source paper samples.",
             at_peak = if peaks {
                 " At peak: the same sum over what each site holds live at the peak, from the last of the dumps \
-                 jemalloc writes each time its active pages pass their maximum (prof_gdump, production's way to \
-                 a profile at the peak), against the every-allocation profile's own last dump; beside it, against \
-                 dhat's live bytes at its byte peak, a moment the page peak need not match; over the profiles \
-                 that dumped at all (a process that never grew past its start dumps nothing)."
+                 the process takes each time its resident set passes its maximum by 1/32 (polled every \
+                 millisecond; jemalloc's own prof_gdump, which dumps at each new maximum of its active pages, \
+                 deadlocks), against the every-allocation profile's own last dump; beside it, against dhat's \
+                 live bytes at its byte peak, a moment the page peak need not match; over the profiles that \
+                 dumped at all (a process that never grew past its start dumps nothing)."
             } else {
                 ""
             },
