@@ -90,6 +90,8 @@ pub const MACROS: &[Macro] = &[
     m("floorIdle", "roundtrip-latency", "raw-tcp", 0, col::P50),
     m("zapIdle", "roundtrip-latency", "zap-tcp", 0, col::P50),
     m("zapIdleTimesFloor", "roundtrip-latency", "zap-tcp", 0, col::TIMES_FLOOR),
+    m("floorIdleTail", "roundtrip-latency", "raw-tcp", 0, col::P95),
+    m("zapIdleTail", "roundtrip-latency", "zap-tcp", 0, col::P95),
     m("floorAwake", "roundtrip-latency-awake", "raw-tcp", 0, col::P50),
     m("zapAwake", "roundtrip-latency-awake", "zap-tcp", 0, col::P50),
     m("zapAwakeTimesFloor", "roundtrip-latency-awake", "zap-tcp", 0, col::TIMES_FLOOR),

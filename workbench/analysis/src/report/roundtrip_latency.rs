@@ -172,7 +172,7 @@ pub fn roundtrip_latency(run: &Run, name: &'static str) -> Result<Table> {
             crate::report::tables::col::P50,
             crate::report::tables::col::TIMES_FLOOR,
             crate::report::tables::col::ABOVE_FLOOR,
-            "p95",
+            crate::report::tables::col::P95,
             "p99",
             "p99.9",
             "max",

@@ -82,6 +82,7 @@ pub mod col {
     pub const STEADY: &str = "Steady alloc/M msgs";
     pub const PEAK_HEAP: &str = "Peak heap";
     pub const P50: &str = "p50";
+    pub const P95: &str = "p95";
     pub const TIMES_FLOOR: &str = "× floor";
     pub const ABOVE_FLOOR: &str = "above floor (µs)";
     pub const ENCODE_NS: &str = "Encode ns/op";
