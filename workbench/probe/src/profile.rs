@@ -12,6 +12,26 @@ use std::path::{Path, PathBuf};
 /// as production sets it (`lg_prof_sample:N`).
 pub const MALLOC_CONF: &str = "_RJEM_MALLOC_CONF";
 
+/// The options ([`MALLOC_CONF`]) of a process sampling at 2^`lg` whose
+/// profile goes to `path`: the interval as production sets it, and a dump at
+/// each new peak (`prof_gdump`, production's way to a profile at the peak)
+/// beside the profile under the prefix `<path>.peak`. `probe::sampled` turns
+/// jemalloc's own peak dumps off (they deadlock) and takes its own in their
+/// place, reads the last as each site's live bytes at the peak and removes
+/// it. Not the profiler's default: profiler-cost, which times production's
+/// settings, runs without it. The error names a path jemalloc's option
+/// string cannot carry (a comma separates its options).
+pub fn sampling_conf(lg: u32, path: &Path) -> std::io::Result<String> {
+    let prefix = path.with_extension("peak");
+    let prefix = prefix.to_str().filter(|p| !p.contains(',')).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "{}: jemalloc's options cannot carry this path (a comma, or not UTF-8)",
+            prefix.display()
+        ))
+    })?;
+    Ok(format!("lg_prof_sample:{lg},prof_gdump:true,prof_prefix:{prefix}"))
+}
+
 /// Where the process sampling at 2^`lg` writes its profile: beside the
 /// cell's own trace path, `<cell>-lg<N>.sampled.json`.
 pub fn sampled_path(trace: &Path, lg: u32) -> PathBuf {
@@ -88,6 +108,11 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         assert_eq!((t.allocs, t.bytes, t.live_bytes, t.stacks, t.lg_sample), (3.0, 150.0, 10.0, 2, Some(12)));
         assert!(totals(&path).unwrap_err().to_string().contains("probe-profile-"), "names the file");
+        assert_eq!(
+            sampling_conf(7, Path::new("/t/a-lg7.sampled.json")).unwrap(),
+            "lg_prof_sample:7,prof_gdump:true,prof_prefix:/t/a-lg7.sampled.peak"
+        );
+        assert!(sampling_conf(7, Path::new("/t/a,b.json")).unwrap_err().to_string().contains("/t/a,b.peak"));
         assert_eq!(
             sampled_path(Path::new("/t/sampling-accuracy-server-jemalloc-prof-r1.sampled.json"), 19),
             Path::new("/t/sampling-accuracy-server-jemalloc-prof-r1-lg19.sampled.json")

@@ -220,11 +220,7 @@ fn last_peak() -> Result<Option<(Profile, u64)>, SampledError> {
     if dumps == 0 {
         return Ok(None);
     }
-    let io = |source| SampledError::Io { path: w.path.clone(), source };
-    let text = std::fs::read_to_string(&w.path).map_err(io)?;
-    let profile = Profile::parse(&w.path, &text)?;
-    std::fs::remove_file(&w.path).map_err(io)?;
-    Ok(Some((profile, dumps)))
+    Ok(Some((read_dump(&w.path)?, dumps)))
 }
 
 /// One stack's counts as the dump prints them.
@@ -356,6 +352,12 @@ fn dump(path: &Path) -> Result<Profile, SampledError> {
     unsafe {
         mallctl("prof.dump", tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", c.as_ptr()))?;
     }
+    read_dump(path)
+}
+
+/// Reads the dump jemalloc wrote at `path` and removes the file.
+fn read_dump(path: &Path) -> Result<Profile, SampledError> {
+    let io = |source| SampledError::Io { path: path.to_path_buf(), source };
     let text = std::fs::read_to_string(path).map_err(io)?;
     let profile = Profile::parse(path, &text)?;
     std::fs::remove_file(path).map_err(io)?;

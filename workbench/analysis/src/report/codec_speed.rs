@@ -121,12 +121,13 @@ pub fn codec_speed(run: &Run) -> Result<Table> {
         ),
         method: format!(
             "In every round the codec, ZAP and a memcpy of the codec's encoded bytes run back \
-             to back in one process, in an order that alternates round by round (codec, ZAP, memcpy; memcpy, ZAP, \
-             codec), after an untimed lead-in; every round builds all instances afresh at a new placement (the source \
-             votes slide through memory, the instances sit behind a padding that grows {} B a round, the memcpy's \
-             destination slides by as much, and the instances' own structs move to another heap slot each round), \
-             because a \
-             copy's speed depends on where its buffers land relative to each other (4 KiB aliasing). Ratios are \
+             to back in one process after an untimed lead-in, in one of six orders, so that each is first, \
+             between the others and last equally often. Every pair of rounds builds all instances afresh at a new \
+             placement (the source votes slide through memory, the instances sit behind a padding that grows {} B \
+             a step, the memcpy's destination slides by as much, and the instances' own structs move to another \
+             heap slot), because a copy's speed depends on where its buffers land relative to each other (4 KiB \
+             aliasing); each process starts its sweep at a placement of its own, and the pair's second round is \
+             the first's mirror, the codec's and ZAP's roles swapped, so that both see the same placements. Ratios are \
              medians of the per-round ratios. The ZAP row's \"vs ZAP\" ratios measure ZAP against \
              itself (an A/A test): they are the noise floor of every ratio in the table. Every codec's encode and \
              decode carries an inline hint; the compiler inlines it into the timing loop where it is small enough \

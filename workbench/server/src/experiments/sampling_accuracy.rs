@@ -8,8 +8,8 @@
 //!   profile of the whole process (start-up, loading, serving, shutdown).
 //! - The sampling build (`jemalloc-prof`): the same, once per interval of
 //!   `params.intervals`, each server a process of its own (a new process is
-//!   a new seed) given its interval as production gives it
-//!   ([`probe::profile::MALLOC_CONF`]); each writes
+//!   a new seed) given its interval as production gives it, and a dump at
+//!   each new peak ([`probe::profile::sampling_conf`]); each writes
 //!   `<cell>-lg<N>.sampled.json` beside the cell's trace as it stops.
 //!
 //! Records: [`records::subject::SamplingAccuracy`], the codecs' own, one per
@@ -19,7 +19,7 @@ use super::{progress, Cell, Records, ServerChild};
 use crate::client::{Client, Rows};
 use crate::workload::{self, QUERIES};
 use anyhow::{bail, Context, Result};
-use probe::profile::{sampled_path, MALLOC_CONF};
+use probe::profile::{sampled_path, sampling_conf, MALLOC_CONF};
 use records::server::sampling_accuracy::Params;
 use records::subject::SamplingAccuracy;
 use std::path::Path;
@@ -62,7 +62,7 @@ pub fn run(cell: &Cell, p: &Params, out: &mut Records) -> Result<()> {
             for (i, &lg) in p.intervals.iter().enumerate() {
                 let path = sampled_path(trace, lg);
                 let t0 = Instant::now();
-                serve_mix(&bin, &data, &path, &[(MALLOC_CONF, format!("lg_prof_sample:{lg}"))], p.rounds)?;
+                serve_mix(&bin, &data, &path, &[(MALLOC_CONF, sampling_conf(lg, &path)?)], p.rounds)?;
                 out.emit(&probe::profile::sampled_record(&path, lg, t0.elapsed().as_secs_f64())?)?;
                 progress(i + 1, p.intervals.len());
             }

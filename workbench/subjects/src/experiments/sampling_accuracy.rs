@@ -8,7 +8,8 @@
 //! - The sampling build (`jemalloc-prof`) runs it once per interval of the
 //!   spec's `params.intervals`, each in a child process of its own (this
 //!   binary, an alloc-profile cell), with the interval set as production
-//!   sets it: `_RJEM_MALLOC_CONF=lg_prof_sample:N`. A process per interval,
+//!   sets it ([`sampling_conf`]: `lg_prof_sample:N`, and a dump at each
+//!   new peak, for what is live there). A process per interval,
 //!   because each profile must cover what the exact one covers (a fresh
 //!   process's first-time allocations included), and because a new process
 //!   is a new seed (jemalloc seeds its sampler from the thread's address).
@@ -23,7 +24,7 @@ use records::subject::{SamplingAccuracy, SamplingParams};
 use std::path::Path;
 use std::time::Instant;
 
-use probe::profile::{sampled_path, MALLOC_CONF};
+use probe::profile::{sampled_path, sampling_conf, MALLOC_CONF};
 
 /// Whether this process is a profile's own (the exact build, or a child of
 /// the sampling build given its interval), not the sampling build's parent.
@@ -53,22 +54,6 @@ pub fn run(ctx: Ctx<'_>, workload: impl FnOnce() -> Result<()>) -> Result<()> {
     };
     records::line(ctx.out, &r)?;
     Ok(())
-}
-
-/// The options ([`MALLOC_CONF`]) of the child sampling at 2^`lg` whose
-/// profile goes to `path`: the interval as production sets it, and a dump
-/// each time jemalloc's active pages pass their maximum (`prof_gdump`,
-/// production's way to a profile at the peak), beside the profile
-/// (`<path>.peak.<pid>.<seq>.u<n>.heap`): `probe::sampled` reads the last
-/// as each site's live bytes at the peak and removes them all. Not the
-/// profiler's default: profiler-cost, which times production's settings,
-/// runs without it.
-fn sampling_conf(lg: u32, path: &Path) -> Result<String> {
-    let prefix = path.with_extension("peak");
-    let prefix = prefix.to_str().filter(|p| !p.contains(',')).ok_or_else(|| {
-        anyhow!("{}: jemalloc's options cannot carry this path (a comma, or not UTF-8)", prefix.display())
-    })?;
-    Ok(format!("lg_prof_sample:{lg},prof_gdump:true,prof_prefix:{prefix}"))
 }
 
 fn file_name(p: &Path) -> Result<String> {
