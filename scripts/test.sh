@@ -37,18 +37,11 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 step "module graphs (no cycle in any crate)"
 python3 scripts/modgraph.py
-# PERF (build time): clippy in the release profile, not its own dev
-# profile: lints do not depend on the profile, but build scripts and proc
-# macros do, and in the release profile clippy compiles and runs them once
-# for itself and the release build below (the C in zstd-sys, lz4-sys and
-# ring; the subjects' schema compilers). Only the dependencies'
-# metadata is checked twice. Cold runs (2026-12-03): clippy 179 -> 149 s,
-# and the release build after it 727 -> 570 s.
-step "cargo clippy --release --all-targets -D warnings"
-cargo clippy --release --workspace --all-targets -- -D warnings
 step "build the tests (release profile)"
-# The tests' build first, so that the check below can follow it.
-cargo test --release --workspace --no-run
+# The tests' build first, so that the check below can follow it. Its
+# per-crate times are written (`--timings`: target/cargo-timings/), so that
+# a slow cold build shows where its time went on any machine, CI included.
+cargo test --release --workspace --no-run --timings
 # The main job builds with `cargo build` (scripts/quick.sh), which must
 # compile nothing the tests' build did not: a dev-dependency that turns on a
 # feature of a shared crate (proptest's `fork` did, through rustix and every
@@ -95,7 +88,7 @@ step "probe tests, jemalloc sampling build"
 cargo test --release --workspace --features probe/jemalloc-prof --test jemalloc_prof
 # The server's sampling build answering `heap_profile` (every other build's
 # 501 is tested in the workspace's run above); the build the quick suite's
-# profiler-cost cells run, so the variants test compiled it already.
+# profiler-cost cells run.
 step "server tests, jemalloc sampling build (heap_profile)"
 cargo test --release --workspace --features server/jemalloc-prof --test heap_profile
 # The allocation gate: the small dhat suite's exact counts against the
@@ -108,8 +101,8 @@ target/release/workbench gate
 # LaTeX, a site written once and then Chromium waiting on its driver, a
 # Python kernel): one after another they took 157 s of a cold run
 # (2026-12-03), about as long as the longest of them plus the rest's CPU.
-# None compiles anything or times anything (the Slurm test compares exact
-# counts), and none writes where another reads: the paper and the site read
+# None but clippy compiles anything, none times anything (the Slurm test
+# compares exact counts), and none writes where another reads: the paper and the site read
 # a worktree of HEAD (below), the notebooks this tree's data/. Each writes
 # its output to a log, printed whole when all have ended, and its wall time
 # is its own phase.
@@ -117,11 +110,22 @@ target/release/workbench gate
 # `workbench run --slurm` for real: a one-node cluster on this machine, a
 # tiny spec through it, compared with a local run; the cluster is stopped
 # whatever the outcome.
+# NOTE: its cargo (the test's build check, and the runner building the
+# subject) waits for clippy's lock on the build directory: it starts when
+# clippy ends, and the other checks fill the time.
 check_slurm() {
     slurm_dir="$(mktemp -d)"
     trap 'bash scripts/slurm-cluster.sh stop "$slurm_dir"; rm -rf "$slurm_dir"' EXIT
     bash scripts/slurm-cluster.sh start "$slurm_dir"
     SLURM_CONF="$slurm_dir/slurm.conf" cargo test --release --workspace --test slurm -- --nocapture
+}
+# Lints, beside the checks that leave a core idle. PERF (test time): on its
+# own before the build it took 106-146 s of every cold run (its own check of
+# every dependency: a check's metadata is not a build's), while the checks
+# here left a core idle most of their 89-157 s. In the release profile, so
+# that it reuses the build's build-script outputs and proc macros.
+check_clippy() {
+    cargo clippy --release --workspace --all-targets -- -D warnings
 }
 # The paper: tables, macros and claims from the committed data, then the PDF;
 # `workbench paper` fails on a LaTeX error, a missing file or an undefined
@@ -166,6 +170,7 @@ check_interop() {
     .venv/bin/python scripts/interop.py
 }
 side_by_side=(
+    "cargo clippy --release --all-targets -D warnings|check_clippy"
     "slurm: a tiny spec as a job array on a one-node cluster|check_slurm"
     "paper (workbench tables, claims, paper) from HEAD's data, in a worktree|check_paper"
     "report site (workbench report) in headless Chromium|check_report"
@@ -177,7 +182,7 @@ python_env_wait
 end_phase
 phase_name=""
 echo
-echo "==> side by side: slurm, paper, report site, notebooks, interop"
+echo "==> side by side: clippy, slurm, paper, report site, notebooks, interop"
 side_start=$SECONDS
 wt_parent="$(mktemp -d)"
 wt="$wt_parent/head"
@@ -202,6 +207,6 @@ for i in "${!side_by_side[@]}"; do
     phases+=("$(printf '%6ds  %s (side by side)' "$secs" "$name")")
     [ "$st" -eq 0 ] || failed=1
 done
-phase_name="side by side, all five"
+phase_name="side by side, all six"
 phase_start=$side_start
 [ "$failed" -eq 0 ]

@@ -1,74 +1,75 @@
-//! Every build the quick suite runs that shares the workspace's compiled
-//! crates, built the way the runner builds it: the binary must say it is the
-//! variant the manifest will name (its allocator) and carry this checkout's
-//! revision. Building them here is also what lets the main job, run after
-//! the tests, go straight to measuring.
+//! Every build the quick suite runs selects features its package has, and
+//! a build with a profile of its own is one its plan test covers.
 //!
-//! PERF (test time): the quick builds with a profile of their own (ThinLTO)
-//! are not compiled here. Their profile changes every crate's flags, so a
-//! real build compiles the server's whole dependency tree again: 178 s of a
-//! cold test command on 2 cores, ≈ 340 s of CPU (2026-12-03), a sixth of
-//! the run. What differs from the builds here is cargo's profile settings;
-//! what the runner decides (the target directory, the profile variables,
-//! the measured binary alone, the `o3` driver beside it) is tested for every
-//! such variant against a stand-in for cargo (`tests/profile_variants.rs`).
-//! The main job compiles them for real (build-stages), and its runner
-//! refuses a binary built from another revision before every cell. So a
-//! compiler or cargo failure peculiar to LTO shows in the main job, not here.
+//! PERF (test time): the builds themselves are not compiled here. This test
+//! built every quick variant of the subject and the server (twelve builds,
+//! each compiling the probe and the measured crate again): 217-284 s of
+//! every cold test command, its critical path. The runner checks every
+//! binary it builds (`--variant` against the variant's allocator, and
+//! `--revision` before every cell), so the builds the end-to-end tests make
+//! (the subject's dhat, jemalloc and events builds, the server's system and
+//! jemalloc builds) are checked there, the probe's tests compile every
+//! allocator feature, and the main job checks every other build before it
+//! runs a cell. What differs for the builds with a profile of their own
+//! (ThinLTO) is cargo's profile settings; what the runner decides is tested
+//! against a stand-in for cargo (`tests/profile_variants.rs`).
 
-mod common;
-
-use analysis::spec::{self, Target};
-use analysis::{data::host, spec::variants};
-use std::collections::BTreeSet;
+use analysis::spec::{self, variants, Target};
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-/// What `<binary> --variant` prints for a build variant: its allocator
-/// feature, or `system` for the builds that only change the profile.
-fn allocator_name(variant: &str) -> &'static str {
-    variants::features(variant).first().copied().unwrap_or("system")
-}
-
-fn shares_workspace_build(variant: &str) -> bool {
-    variants::get(variant).unwrap_or_else(|| panic!("unknown variant {variant}")).shares_workspace_build()
-}
-
-fn ask(bin: &std::path::Path, _target: Target, what: &str) -> String {
-    // Every measured binary takes the same flags (probe::cell::Invocation).
-    let arg = format!("--{what}");
-    let out = Command::new(bin).arg(&arg).output().unwrap_or_else(|e| panic!("{} {arg}: {e}", bin.display()));
-    assert!(out.status.success(), "{} {arg}: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// Each package's cargo features, from `cargo metadata` (nothing compiles).
+fn package_features() -> BTreeMap<String, BTreeSet<String>> {
+    let root = analysis::default_root();
+    let out = Command::new(env!("CARGO"))
+        .current_dir(&root)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let features = p["features"].as_object().map(|f| f.keys().cloned().collect()).unwrap_or_default();
+            (p["name"].as_str().unwrap().to_string(), features)
+        })
+        .collect()
 }
 
 #[test]
-fn every_quick_variant_builds_as_named() {
-    let out = std::env::temp_dir().join(format!("wb-variants-{}", std::process::id()));
-    let (opts, multi, mut bins) = common::setup(&out, "variants");
+fn every_quick_variant_selects_features_its_package_has() {
+    let root = analysis::default_root();
     let mut wanted = BTreeSet::new();
-    for (_, s) in spec::load_dir(&opts.root.join("experiments")).unwrap() {
+    for (_, s) in spec::load_dir(&root.join("experiments")).unwrap() {
         for v in s.variants_at(analysis::spec::Scale::Quick) {
             wanted.insert((s.target, v.clone()));
         }
     }
     assert!(wanted.len() >= 4, "the quick suite names more builds than {wanted:?}");
-    let own_profile: Vec<_> = wanted.iter().filter(|(_, v)| !shares_workspace_build(v)).cloned().collect();
-    for (target, variant) in &own_profile {
-        let v = variants::get(variant).unwrap();
+    let features = package_features();
+    for (target, variant) in &wanted {
+        let v = variants::get(variant).unwrap_or_else(|| panic!("unknown variant {variant}"));
+        if !v.shares_workspace_build() {
+            assert!(
+                !v.pgo && *target == Target::DatastoreServer,
+                "{variant}: a quick build with a profile of its own is tested by its plan \
+                 (tests/profile_variants.rs), which covers the server's profile overrides without PGO only"
+            );
+        }
+        let package = target.package();
+        let has = features.get(package).unwrap_or_else(|| panic!("{package}: not a workspace package"));
+        for f in v.features {
+            assert!(has.contains(*f), "{variant}: {package} has no feature `{f}` (it has {has:?})");
+        }
+        let allocator = variants::probe_variant(variant);
         assert!(
-            !v.pgo && *target == Target::DatastoreServer,
-            "{variant}: a quick build with a profile of its own is tested by its plan (tests/profile_variants.rs), \
-             which covers the server's profile overrides without PGO only"
+            allocator == "system" || has.contains(allocator),
+            "{variant}: its binary would say `{allocator}`, which {package} does not build"
         );
     }
-    wanted.retain(|(_, v)| shares_workspace_build(v));
-    let (rev, _) = host::git_state(&opts.root);
-    for (target, variant) in &wanted {
-        let bin = bins.get(&opts.root, *target, variant, &multi).unwrap();
-        assert_eq!(ask(&bin, *target, "variant"), allocator_name(variant), "{target:?} {variant}");
-        assert_eq!(ask(&bin, *target, "revision"), rev, "{target:?} {variant}");
-    }
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// The release profile builds the analysis stack unoptimised (the

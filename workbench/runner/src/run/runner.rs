@@ -237,6 +237,7 @@ impl Binaries {
         let bin = bin?;
         let private = self.private.get_or_insert_with(|| dir.join(format!(".run-{}", std::process::id())));
         let copy = build::copy_binaries(&bin, &private.join(format!("{name}-{variant}")), target)?;
+        check_variant(&copy, variant)?;
         let all: Vec<PathBuf> = target.binaries().iter().map(|b| copy.with_file_name(b)).collect();
         self.sources.insert(key.clone(), fingerprint::sources(root, &all));
         self.built.insert(key, copy.clone());
@@ -711,6 +712,26 @@ pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
     let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if built != rev {
         bail!("{} was built from revision {built}, but the tree is at {rev}; it must be rebuilt", bin.display());
+    }
+    Ok(())
+}
+
+/// A binary built for `variant` must say it is that build (its allocator,
+/// which every manifest names): a feature that selected another allocator,
+/// or none, is refused before any cell runs.
+fn check_variant(bin: &Path, variant: &str) -> Result<()> {
+    let out = Command::new(bin)
+        .arg("--variant")
+        .output()
+        .with_context(|| format!("running {} --variant", bin.display()))?;
+    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let want = variants::probe_variant(variant);
+    if !out.status.success() || built != want {
+        bail!(
+            "{} was built as the `{variant}` variant but says it is `{built}` (exit {}), not `{want}`",
+            bin.display(),
+            out.status
+        );
     }
     Ok(())
 }

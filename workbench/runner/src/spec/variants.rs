@@ -253,6 +253,13 @@ pub fn features(variant: &str) -> &'static [&'static str] {
     get(variant).map_or(&[], |v| v.features)
 }
 
+/// What a binary of `variant` answers to `--variant` (`probe::Variant::name`):
+/// its allocator feature, or `system` for the builds that change only the
+/// profile or the instruction set.
+pub fn probe_variant(variant: &str) -> &'static str {
+    features(variant).first().copied().unwrap_or("system")
+}
+
 /// Whether a variant counts allocations (dhat, jemalloc with its statistics
 /// or its sampling profiler), which costs time: `instrumentation-cost`
 /// measured jemalloc's statistics at up to ≈ 1.1× on allocation-heavy cells,
