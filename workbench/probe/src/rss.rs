@@ -18,6 +18,15 @@ pub fn read() -> Option<Rss> {
     read_from("/proc/self/status")
 }
 
+/// This process's resident anonymous memory (`RssAnon`: its heap, thread
+/// stacks and other private mappings, not the file-backed pages of its code
+/// and libraries), bytes, read as [`read`] reads: without allocating.
+pub fn read_anon() -> Option<u64> {
+    let mut buf = [0u8; 4096];
+    let n = fill("/proc/self/status", &mut buf)?;
+    buf[..n].split(|b| *b == b'\n').find_map(|line| line.strip_prefix(b"RssAnon:").and_then(kb))
+}
+
 /// The same for another process (a server a load driver spawned).
 pub fn read_pid(pid: u32) -> Option<Rss> {
     read_from(&format!("/proc/{pid}/status"))
@@ -51,6 +60,12 @@ pub fn cpu_ticks(pid: u32) -> Option<u64> {
 
 fn read_from(path: &str) -> Option<Rss> {
     let mut buf = [0u8; 4096];
+    let n = fill(path, &mut buf)?;
+    parse(&buf[..n])
+}
+
+/// Reads the file at `path` into `buf` (as much as fits); the bytes read.
+fn fill(path: &str, buf: &mut [u8]) -> Option<usize> {
     let mut f = std::fs::File::open(path).ok()?;
     let mut n = 0;
     while n < buf.len() {
@@ -60,7 +75,7 @@ fn read_from(path: &str) -> Option<Rss> {
             Err(_) => return None,
         }
     }
-    parse(&buf[..n])
+    Some(n)
 }
 
 /// Parses the `VmRSS:` and `VmHWM:` lines (values in kB).
@@ -101,6 +116,8 @@ mod tests {
     fn reads_this_process() {
         let r = super::read().expect("/proc/self/status");
         assert!(r.rss > 0 && r.peak >= r.rss);
+        let anon = super::read_anon().expect("RssAnon in /proc/self/status");
+        assert!(anon > 0 && anon <= super::read().unwrap().rss + (64 << 10), "{anon}");
         let pss = super::read_pss(std::process::id()).expect("/proc/<pid>/smaps_rollup");
         // PSS shares out what other processes also map, so it never exceeds RSS
         // (read a moment later, so allow the heap to have grown by a page or two).

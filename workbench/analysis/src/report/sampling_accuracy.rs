@@ -413,7 +413,7 @@ pub fn table(run: &Run) -> Result<Table> {
              {at_peak} Our own study: neither source paper samples.",
             at_peak = if peaks {
                 " At peak: the same sum over what each site holds live at the peak, from the last of the dumps \
-                 the process takes each time its resident set passes its maximum by 1/32 (polled every \
+                 the process takes each time its resident anonymous memory (RssAnon) passes its maximum by 1/32 (polled every \
                  millisecond; jemalloc's own prof_gdump, which dumps at each new maximum of its active pages, \
                  deadlocks), against the every-allocation profile's own last dump; beside it, against dhat's \
                  live bytes at its byte peak, a moment the page peak need not match; over the profiles that \
