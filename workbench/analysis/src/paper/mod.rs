@@ -169,6 +169,9 @@ pub const MACROS: &[Macro] = &[
     m("samplingDefaultPeak", "sampling-accuracy", "19", 1 << 19, col::PEAK_ERROR),
     m("samplingFinePeak", "sampling-accuracy", "12", 1 << 12, col::PEAK_ERROR),
     m("samplingEveryPeakVsDhat", "sampling-accuracy", "0", 1, col::PEAK_VS_DHAT),
+    m("samplingServerDefaultPeak", "sampling-accuracy-server", "19", 1 << 19, col::PEAK_ERROR),
+    m("samplingServerFinePeak", "sampling-accuracy-server", "12", 1 << 12, col::PEAK_ERROR),
+    m("samplingServerEveryPeakVsDhat", "sampling-accuracy-server", "0", 1, col::PEAK_VS_DHAT),
     // What the profiler costs the server at four clients, and the A/A beside it.
     m("profilerCostFilter", "profiler-cost", "filtered-count", 4, col::SAMPLING_VS_JEMALLOC),
     m("profilerCostAgg", "profiler-cost", "group-by-category", 4, col::SAMPLING_VS_JEMALLOC),
