@@ -720,10 +720,8 @@ pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
 /// which every manifest names): a feature that selected another allocator,
 /// or none, is refused before any cell runs.
 fn check_variant(bin: &Path, variant: &str) -> Result<()> {
-    let out = Command::new(bin)
-        .arg("--variant")
-        .output()
-        .with_context(|| format!("running {} --variant", bin.display()))?;
+    let out =
+        Command::new(bin).arg("--variant").output().with_context(|| format!("running {} --variant", bin.display()))?;
     let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let want = variants::probe_variant(variant);
     if !out.status.success() || built != want {
