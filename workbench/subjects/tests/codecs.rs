@@ -84,9 +84,6 @@ fn same_seed_same_vote_different_seed_different_vote() {
     assert_eq!(a.block_hash[..4], [0xaf, 0xcd, 0x1d, 0x7b]);
 }
 
-/// Cargo.toml builds no unit-test harness of this library or of the stacks
-/// it runs (`test = false`), so a unit test written there would never run:
-/// there must be none.
 #[test]
 fn each_sampled_profile_has_its_file_beside_the_cells_trace() {
     use probe::profile::sampled_path as profile_path;
@@ -94,10 +91,12 @@ fn each_sampled_profile_has_its_file_beside_the_cells_trace() {
     assert_eq!(p, std::path::Path::new("/d/traces/zap-p0-jemalloc-prof-r1-lg12.sampled.json"));
 }
 
+/// The stacks' Cargo.toml builds no unit-test harness (`test = false`), so a
+/// unit test written there would never run: there must be none.
 #[test]
-fn the_library_holds_no_unit_tests() {
+fn the_stacks_hold_no_unit_tests() {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut dirs = vec![here.join("src"), here.join("../stacks/src")];
+    let mut dirs = vec![here.join("../stacks/src")];
     let mut seen = 0;
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -115,5 +114,5 @@ fn the_library_holds_no_unit_tests() {
             }
         }
     }
-    assert!(seen > 20, "read only {seen} source files under src/");
+    assert!(seen > 10, "read only {seen} source files under stacks/src/");
 }
