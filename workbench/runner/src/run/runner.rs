@@ -705,11 +705,7 @@ pub(crate) fn assemble(
 /// The subject about to run must have been built from the revision the
 /// manifest will name (a build racing the run, or a stale binary, is refused).
 pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
-    let out = Command::new(bin)
-        .arg("--revision")
-        .output()
-        .with_context(|| format!("running {} --revision", bin.display()))?;
-    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (_, built) = ask(bin, "--revision")?;
     if built != rev {
         bail!("{} was built from revision {built}, but the tree is at {rev}; it must be rebuilt", bin.display());
     }
@@ -720,18 +716,22 @@ pub(crate) fn check_revision(bin: &Path, rev: &str) -> Result<()> {
 /// which every manifest names): a feature that selected another allocator,
 /// or none, is refused before any cell runs.
 fn check_variant(bin: &Path, variant: &str) -> Result<()> {
-    let out =
-        Command::new(bin).arg("--variant").output().with_context(|| format!("running {} --variant", bin.display()))?;
-    let built = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (status, built) = ask(bin, "--variant")?;
     let want = variants::probe_variant(variant);
-    if !out.status.success() || built != want {
+    if !status.success() || built != want {
         bail!(
-            "{} was built as the `{variant}` variant but says it is `{built}` (exit {}), not `{want}`",
-            bin.display(),
-            out.status
+            "{} was built as the `{variant}` variant but says it is `{built}` (exit {status}), not `{want}`",
+            bin.display()
         );
     }
     Ok(())
+}
+
+/// What a measured binary answers to one of its flags
+/// (`probe::cell::Invocation`): its exit status and its trimmed output.
+fn ask(bin: &Path, flag: &str) -> Result<(std::process::ExitStatus, String)> {
+    let out = Command::new(bin).arg(flag).output().with_context(|| format!("running {} {flag}", bin.display()))?;
+    Ok((out.status, String::from_utf8_lossy(&out.stdout).trim().to_string()))
 }
 
 pub fn say(multi: &MultiProgress, line: String) {
