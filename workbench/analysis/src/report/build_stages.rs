@@ -116,9 +116,11 @@ fn table(run: &Run) -> Result<Table> {
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());
+    let stages = run.manifest.spec.variants_at(run.manifest.scale).len();
     let mut caption = format!(
-        "The server built five ways from one commit; query columns are QPS at {} clients (closed loop over ZAP, {} s \
+        "The server built {} from one commit; query columns are QPS at {} clients (closed loop over ZAP, {} s \
          per query) on {} rows, binary sizes and RSS; medians of {} run(s).",
+        if stages == 1 { "one way".to_string() } else { format!("{stages} ways") },
         param("concurrency").trim_matches(|c| c == '[' || c == ']'),
         param("seconds"),
         param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
