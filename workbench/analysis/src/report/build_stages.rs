@@ -274,7 +274,11 @@ mod tests {
             (server("o3", 1), Record::Query(query(300.0))),
             (server("thinlto", 0), Record::BuildFailed(BuildFailed { error: "lld: not found\nmore".into() })),
         ];
-        let t = table(&run("build-stages", None, &rows)).unwrap();
+        // Both stages planned, whatever the committed spec's quick scale builds.
+        let mut r = run("build-stages", None, &rows);
+        r.manifest.spec.quick.variants = Some(vec!["o3".into(), "thinlto".into()]);
+        let t = table(&r).unwrap();
+        assert!(t.caption.starts_with("The server built 2 ways"), "{}", t.caption);
         let o3 = t.rows.iter().find(|r| r[0].text == "O3 (release)").unwrap();
         assert_eq!(o3[1].text, fmt::bytes((4 << 20) as f64));
         assert_eq!(o3[3].text, fmt::sig3(200.0));
