@@ -56,15 +56,6 @@ use site::{merge, normalise};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Whether a frame is the JSON codec's code: in the `stacks` crate, or in
-/// `subjects`, where the codecs lived when the older committed quick runs
-/// were traced (the export tests read whichever run is newest, the main
-/// job's own included).
-#[cfg(test)]
-pub(crate) fn is_json_codec_frame(name: &str) -> bool {
-    ["stacks::codecs::json", "subjects::codecs::json"].iter().any(|p| name.starts_with(p))
-}
-
 /// The newest committed quick alloc-profile run's trace whose name starts
 /// with `prefix` (run ids sort by time): what the export tests read.
 #[cfg(test)]
