@@ -91,7 +91,8 @@ fn table(run: &Run) -> Result<Table> {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     let d = Data::of(run)?;
-    for v in run.manifest.spec.variants_at(run.manifest.scale) {
+    let stages = run.manifest.spec.variants_at(run.manifest.scale);
+    for v in stages {
         if let Some((_, err)) = d.failed.iter().find(|f| f.0 == *v) {
             failures.push(format!("{}: {}", stage_name(v), err.lines().next().unwrap_or("")));
             let mut row = vec![stage_name(v).to_string(), "not built".into()];
@@ -116,11 +117,10 @@ fn table(run: &Run) -> Result<Table> {
     }
     let s = run.manifest.spec.scale(run.manifest.scale);
     let param = |k: &str| s.params.get(k).map_or_else(|| "?".into(), |v| v.to_string());
-    let stages = run.manifest.spec.variants_at(run.manifest.scale).len();
     let mut caption = format!(
         "The server built {} from one commit; query columns are QPS at {} clients (closed loop over ZAP, {} s \
          per query) on {} rows, binary sizes and RSS; medians of {} run(s).",
-        if stages == 1 { "one way".to_string() } else { format!("{stages} ways") },
+        if stages.len() == 1 { "one way".to_string() } else { format!("{} ways", stages.len()) },
         param("concurrency").trim_matches(|c| c == '[' || c == ']'),
         param("seconds"),
         param("rows").parse::<u64>().map_or_else(|_| "?".into(), fmt::thousands),
