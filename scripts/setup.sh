@@ -33,8 +33,8 @@ WB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 wb_v3_flags="avx avx2 bmi1 bmi2 f16c fma abm movbe xsave"
 for f in $wb_v3_flags; do
     if ! grep -qw "$f" /proc/cpuinfo 2>/dev/null; then
-        echo "setup: this CPU lacks $f of x86-64-v3, the reference build: building for x86-64 (RUSTFLAGS)"
-        export RUSTFLAGS="-C target-cpu=x86-64"
+        echo "setup: this CPU lacks $f of x86-64-v3, the reference build: building for x86-64 (RUSTFLAGS, CFLAGS)"
+        export RUSTFLAGS="-C target-cpu=x86-64" CFLAGS="-march=x86-64"
         break
     fi
 done

@@ -55,7 +55,7 @@
 //!   differ. What a sample cannot give (lifetimes) is 0. `trace top`, `trace export`
 //!   and the comparison with the exact trace read it as they read dhat's.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 use std::path::Path;
 
 /// jemalloc's compiled-in options (the `malloc_conf` symbol of the
@@ -167,8 +167,7 @@ fn watch_peaks(path: std::path::PathBuf) -> Result<PeakWatch, SampledError> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut last = resident()?;
     // Made here, before sampling begins: the watcher allocates nothing.
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|e| SampledError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
+    let c = dump_path(&path)?;
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
         .name("peak-watch".into())
@@ -177,13 +176,7 @@ fn watch_peaks(path: std::path::PathBuf) -> Result<PeakWatch, SampledError> {
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 let now = resident()?;
                 if now > last + last / PEAK_STEP {
-                    // SAFETY: `prof.dump` takes a NUL-terminated path, read before it returns.
-                    unsafe {
-                        mallctl(
-                            "prof.dump",
-                            tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", c.as_ptr()),
-                        )?;
-                    }
+                    prof_dump(&c)?;
                     (last, dumps) = (now, dumps + 1);
                 }
                 std::thread::sleep(PEAK_POLL);
@@ -352,13 +345,24 @@ pub fn snapshot(scratch: &Path, started: std::time::Instant) -> Result<String, S
 
 /// Dumps jemalloc's profile to `path`, reads it and removes the file.
 fn dump(path: &Path) -> Result<Profile, SampledError> {
-    let io = |source| SampledError::Io { path: path.to_path_buf(), source };
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| io(std::io::Error::other(e)))?;
+    prof_dump(&dump_path(path)?)?;
+    read_dump(path)
+}
+
+/// `path` as the NUL-terminated string `prof.dump` takes.
+fn dump_path(path: &Path) -> Result<CString, SampledError> {
+    CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| SampledError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) })
+}
+
+/// Has jemalloc write its profile to `path`; allocates nothing here, so the
+/// peak watcher may call it while sampling.
+fn prof_dump(path: &CStr) -> Result<(), SampledError> {
     // SAFETY: `prof.dump` takes a NUL-terminated path, read before it returns.
     unsafe {
-        mallctl("prof.dump", tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", c.as_ptr()))?;
+        mallctl("prof.dump", tikv_jemalloc_ctl::raw::write::<*const c_char>(b"prof.dump\0", path.as_ptr()))?;
     }
-    read_dump(path)
+    Ok(())
 }
 
 /// Reads the dump jemalloc wrote at `path` and removes the file.

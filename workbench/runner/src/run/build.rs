@@ -291,11 +291,13 @@ fn cargo_build(
     }
     cmd.envs(v.profile_env.iter().copied());
     // Always the variant's instruction set (the reference build, or the
-    // baseline where this CPU lacks it), whatever the caller's environment:
-    // these flags are what the manifest says the binary was built with.
+    // baseline where this CPU lacks it), for its Rust and its C, whatever
+    // the caller's environment: these flags are what the manifest says the
+    // binary was built with.
     let rustflags =
         [v.codegen_here().rustflags, rustflags].iter().filter(|f| !f.is_empty()).copied().collect::<Vec<_>>();
     cmd.env_remove("CARGO_ENCODED_RUSTFLAGS").env("RUSTFLAGS", rustflags.join(" "));
+    cmd.env("CFLAGS", v.codegen_here().cflags);
     if !v.features.is_empty() {
         let features: Vec<String> = v.features.iter().map(|f| format!("{package}/{f}")).collect();
         cmd.arg("--features").arg(features.join(","));

@@ -28,6 +28,10 @@ pub struct Codegen {
     /// The instruction set, as tables name it.
     pub label: &'static str,
     pub rustflags: &'static str,
+    /// The same instruction set for the C that `cc` compiles (jemalloc,
+    /// ring): `cc` passes `-march` on from `target-cpu` for the baseline
+    /// alone, so without this the reference build's C was the baseline's.
+    pub cflags: &'static str,
     /// CPU features (as `is_x86_feature_detected!` names them) the code may use.
     pub needs: &'static [&'static str],
 }
@@ -42,13 +46,15 @@ pub struct Codegen {
 pub const REFERENCE: Codegen = Codegen {
     label: "x86-64-v3",
     rustflags: "-C target-cpu=x86-64-v3",
+    cflags: "-march=x86-64-v3",
     needs: &["avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"],
 };
 
 /// The instruction set of the target's own baseline (x86-64: SSE2): a
 /// labelled row where instruction sets matter (codec-speed), and what every
 /// build falls back to on a CPU without the reference build's features.
-pub const BASELINE: Codegen = Codegen { label: "x86-64", rustflags: "-C target-cpu=x86-64", needs: &[] };
+pub const BASELINE: Codegen =
+    Codegen { label: "x86-64", rustflags: "-C target-cpu=x86-64", cflags: "-march=x86-64", needs: &[] };
 
 impl Codegen {
     /// What this codegen is on this machine: itself, or [`BASELINE`] when
@@ -295,6 +301,7 @@ pub fn describe(variant: &str) -> String {
         parts.push(format!("features {}", v.features.join(",")));
     }
     parts.push(format!("RUSTFLAGS={}", v.codegen_here().rustflags));
+    parts.push(format!("CFLAGS={}", v.codegen_here().cflags));
     if v.codegen_here() != &v.codegen {
         parts.push(format!("{} unavailable on this CPU", v.codegen.label));
     }
@@ -335,13 +342,16 @@ mod tests {
         // A feature the check does not know reads as missing: the build falls back, it does not crash.
         assert!(!cpu_has("no-such-feature"));
         let baseline = get("x86-64").unwrap();
-        assert!(describe("x86-64").contains("target-cpu=x86-64"));
+        assert!(
+            describe("x86-64").contains("target-cpu=x86-64") && describe("x86-64").contains("CFLAGS=-march=x86-64")
+        );
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             assert!(reference_fallback().is_none());
             assert_eq!(target_cpu("system"), "x86-64-v3");
             assert!(get("system").unwrap().shares_workspace_build() && !baseline.shares_workspace_build());
             assert!(describe("system").contains("target-cpu=x86-64-v3"));
+            assert!(describe("system").contains("CFLAGS=-march=x86-64-v3"));
         }
         assert_eq!(target_cpu("x86-64"), "x86-64");
     }
@@ -353,5 +363,6 @@ mod tests {
         let rustflags: Vec<&str> =
             flags["build"]["rustflags"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert_eq!(rustflags.join(" "), REFERENCE.rustflags, ".cargo/config.toml and variants::REFERENCE differ");
+        assert_eq!(flags["env"]["CFLAGS"].as_str(), Some(REFERENCE.cflags), ".cargo/config.toml's [env] CFLAGS");
     }
 }
