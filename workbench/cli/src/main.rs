@@ -47,8 +47,10 @@ enum Cmd {
     Run(RunArgs),
     /// Which datasets the code would still measure the same (the `git
     /// status` of evidence): each spec's newest run per scale is fresh,
-    /// stale (the inputs that changed, and the first commit that changed
-    /// each) or unknown (no fingerprint).
+    /// sources (only inputs that reach its binaries changed: `run --stale`
+    /// compares the binaries), stale (the inputs that changed, and the
+    /// first commit that changed each) or unknown (an input that cannot be
+    /// computed here, and why; no fingerprint).
     Status {
         /// One scale (default: both).
         #[arg(long, value_enum)]
@@ -57,6 +59,31 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
+    /// A binary's identity as manifests record it: the hash of what it
+    /// loads (allocated ELF sections; debug info, build id and the revision
+    /// stamp it answers to `--revision` left out).
+    Identity {
+        #[arg(required = true)]
+        binaries: Vec<PathBuf>,
+        /// The revision stamp to mask (default: what each binary answers to `--revision`).
+        #[arg(long)]
+        stamp: Option<String>,
+    },
+    /// Remove the runs the tree need not keep (neither the newest of their
+    /// experiment and scale nor cited by a tracked file outside data/),
+    /// oldest first, listing each in data/PRUNED.tsv with the last commit
+    /// that held it; commit the removal.
+    Prune {
+        /// Remove at most this many MB (a submission's diff is bounded).
+        #[arg(long)]
+        max_mb: Option<u64>,
+        /// List what would go; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Bring a pruned run (`<experiment>/<run id>`, as data/PRUNED.tsv lists
+    /// it) back under data/ from the last commit that held it.
+    Restore { run: String },
     /// Publish the datasets of `run --slurm --no-wait` once their jobs are done.
     Collect(CollectArgs),
     /// One Slurm task of a submission (what its sbatch script runs).
@@ -182,10 +209,17 @@ struct RunArgs {
     /// Node counts for --plan.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16], requires = "plan")]
     nodes: Vec<usize>,
-    /// Only the chosen specs whose newest dataset at --scale is stale,
-    /// unknown or missing (`workbench status`).
+    /// Only the chosen specs whose newest dataset at --scale must be
+    /// measured again: stale, unknown or missing (`workbench status`). A
+    /// dataset whose only changed inputs reach its binaries, or a fresh one
+    /// without their identities on record, is first judged by its binaries
+    /// built now: certified at HEAD without measuring when each is identical
+    /// (with --plan: said, nothing written).
     #[arg(long)]
     stale: bool,
+    /// With --stale: certify what holds (binaries identical) and measure nothing.
+    #[arg(long, requires = "stale")]
+    no_measure: bool,
 }
 
 #[derive(clap::Args)]
@@ -369,6 +403,26 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Run(args) => run(&root, &data, args)?,
         Cmd::Collect(args) => collect(&root, &data, args)?,
+        Cmd::Prune { max_mb, dry_run } => {
+            use analysis::data::prune;
+            let done = prune::prune(&root, &data, max_mb.map(|m| m * 1_000_000), dry_run)?;
+            let bytes: u64 = done.iter().map(|p| p.bytes).sum();
+            for p in &done {
+                println!("{} {}", if dry_run { "would prune" } else { "pruned" }, p.run);
+            }
+            let left = prune::candidates(&data, &prune::cited(&root)?)?.len();
+            println!(
+                "{} runs, {}{}; {left} more the tree need not keep",
+                done.len(),
+                analysis::fmt::bytes(bytes as f64),
+                if dry_run { "" } else { " (listed in data/PRUNED.tsv; commit the removal)" }
+            );
+        }
+        Cmd::Restore { run } => {
+            let dir = analysis::data::prune::restore(&root, &data, &run)?;
+            println!("restored {}", dir.display());
+        }
+        Cmd::Identity { binaries, stamp } => identity(&binaries, stamp.as_deref())?,
         Cmd::SlurmTask { staging, index } => slurm::task(&staging, index)?,
         Cmd::Status { scale, check } => status(&root, &data, scale, check)?,
         Cmd::Tables { scale } => {

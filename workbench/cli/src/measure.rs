@@ -21,20 +21,9 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         plan,
         nodes,
         stale,
+        no_measure,
     } = args;
     let mut chosen = choose_specs(root, &specs)?;
-    if stale {
-        let needed: Vec<String> = analysis::run::fingerprint::survey(root, data, &[scale])?
-            .into_iter()
-            .filter(|e| e.needs_run())
-            .map(|e| e.dataset)
-            .collect();
-        chosen.retain(|(_, s)| needed.iter().any(|d| d == s.dataset()));
-        eprintln!("stale or missing at {scale}: {}", if needed.is_empty() { "none".into() } else { needed.join(", ") });
-        if chosen.is_empty() {
-            return Ok(());
-        }
-    }
     let opts = runner::Options {
         root: root.to_path_buf(),
         data: data.to_path_buf(),
@@ -46,6 +35,21 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         pair_counting: !one_at_a_time,
         records: analysis::data::dataset::parquet_sink,
     };
+    let mut bins = runner::Binaries::default();
+    // Builds are taken beside no measurement: the lock is held from the
+    // first build a judgement needs to the last cell.
+    let mut lock = None;
+    if stale {
+        if !plan {
+            for (path, spec) in &chosen {
+                analysis::run::provenance::check_clean(root, allow_dirty, path, spec, scale)?;
+            }
+        }
+        chosen = stale_choice(&opts, chosen, &mut bins, &mut lock, plan)?;
+        if chosen.is_empty() || no_measure {
+            return Ok(());
+        }
+    }
     if plan {
         print!("{}", slurm::plan(&opts, &chosen, &nodes)?);
         return Ok(());
@@ -66,10 +70,12 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
     }
     analysis::run::provenance::check_self(root)?;
     // One measurement per machine: two at once would each show in the other's figures.
-    let lock = analysis::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?;
+    let lock = match lock {
+        Some(l) => l,
+        None => analysis::run::provenance::MeasureLock::acquire(&format!("workbench run {}", specs.join(" ")))?,
+    };
     eprintln!("holding {} for this run", lock.path().display());
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-    let mut bins = runner::Binaries::default();
     let mut done = Vec::new();
     for (path, spec) in &chosen {
         let out = runner::run_spec(&opts, path, spec, &mut bins, &multi)
@@ -79,6 +85,98 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
     print_summary(root, scale, &done);
     if !no_report {
         report(root, data, scale)?;
+    }
+    Ok(())
+}
+
+/// `run --stale`: of `chosen`, the specs whose newest dataset at the
+/// scale must be measured again. A dataset whose only changed inputs reach
+/// its binaries, and a fresh one without identities on record, is judged
+/// by its binaries built now ([`runner`]'s `certify`): certified when every
+/// one is identical (unless `plan`: then only said), measured otherwise.
+fn stale_choice(
+    opts: &runner::Options,
+    chosen: Vec<(PathBuf, spec::Spec)>,
+    bins: &mut runner::Binaries,
+    lock: &mut Option<analysis::run::provenance::MeasureLock>,
+    plan: bool,
+) -> Result<Vec<(PathBuf, spec::Spec)>> {
+    use analysis::run::certify;
+    use analysis::run::fingerprint::Freshness;
+    let (root, scale) = (&opts.root, opts.scale);
+    let entries = analysis::run::fingerprint::survey(root, &opts.data, &[scale])?;
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let mut out = Vec::new();
+    let mut said = Vec::new();
+    for (path, spec) in chosen {
+        let Some(e) = entries.iter().find(|e| e.dataset == spec.dataset()) else { continue };
+        let Some(dir) = &e.run else {
+            said.push(format!("{}: never run at {scale}: measured", e.dataset));
+            out.push((path, spec));
+            continue;
+        };
+        let m = analysis::data::dataset::load_run_manifest(dir)?;
+        let judged = match &e.freshness {
+            Some(Freshness::Sources(_)) => true,
+            Some(Freshness::Fresh) => m.binaries.is_empty(),
+            _ => false,
+        };
+        if !judged {
+            if e.needs_run() {
+                let why = e.freshness.as_ref().map(|f| format!("{}: {}", f.word(), f.why())).unwrap_or_default();
+                said.push(format!("{}: {why}: measured", e.dataset));
+                out.push((path, spec));
+            }
+            continue;
+        }
+        if lock.is_none() {
+            *lock =
+                Some(analysis::run::provenance::MeasureLock::acquire("workbench run --stale (building to compare)")?);
+        }
+        let (verdict, cells) = certify::judge(opts, &spec, &m, bins, &multi)
+            .with_context(|| format!("judging {} by its binaries", dir.display()))?;
+        let rel = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+        if verdict.holds() {
+            if !plan {
+                certify::certify(opts, &spec, dir, &verdict, &cells, bins)?;
+            }
+            said.push(format!("{}: {} ({rel})", e.dataset, verdict.describe()));
+        } else if e.needs_run() {
+            said.push(format!("{}: {}: measured", e.dataset, verdict.describe()));
+            out.push((path, spec));
+        } else {
+            said.push(format!("{}: fresh, identities not recorded: {}", e.dataset, verdict.describe()));
+        }
+    }
+    let verb = if plan { "would be" } else { "is" };
+    for line in &said {
+        println!("{line}");
+    }
+    let names: Vec<&str> = out.iter().map(|(_, s)| s.dataset()).collect();
+    println!(
+        "at {scale}, {} dataset(s) {verb} measured: {}",
+        names.len(),
+        if names.is_empty() { "none".into() } else { names.join(", ") }
+    );
+    Ok(out)
+}
+
+/// `workbench identity`: each binary's identity, as a manifest records it.
+pub(crate) fn identity(bins: &[PathBuf], stamp: Option<&str>) -> Result<()> {
+    use analysis::run::identity;
+    for b in bins {
+        let stamp = match stamp {
+            Some(s) => s.to_string(),
+            None => std::process::Command::new(b)
+                .arg("--revision")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default(),
+        };
+        let stamps: Vec<&[u8]> = identity::is_stamp(&stamp).then_some(stamp.as_bytes()).into_iter().collect();
+        println!("{}  {}", identity::identity(b, &stamps)?, b.display());
     }
     Ok(())
 }

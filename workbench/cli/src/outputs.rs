@@ -138,8 +138,15 @@ pub(crate) fn status(root: &Path, data: &Path, scale: Option<Scale>, check: bool
             analysis::fmt::bytes(limit as f64)
         );
     }
-    let mut bad: Vec<String> =
-        entries.iter().filter(|e| e.cited && e.needs_run()).map(|e| format!("{} ({})", e.dataset, e.scale)).collect();
+    // Each named with its state and why: unknown fails as stale does, with its reason.
+    let mut bad: Vec<String> = entries
+        .iter()
+        .filter(|e| e.cited && e.needs_run())
+        .map(|e| match &e.freshness {
+            Some(f) => format!("{} ({}: {}, {})", e.dataset, e.scale, f.word(), f.why()),
+            None => format!("{} ({}: never run)", e.dataset, e.scale),
+        })
+        .collect();
     if stored > limit {
         bad.push(format!(
             "the full runs together ({} stored, past {}: shrink what a dataset keeps)",

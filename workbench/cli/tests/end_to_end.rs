@@ -8,7 +8,7 @@ mod tiny_alloc;
 
 use analysis::data::dataset;
 use analysis::report::{self, tables};
-use analysis::run::runner;
+use analysis::run::{certify, runner};
 use analysis::spec::{Scale, Spec};
 use std::path::{Path, PathBuf};
 use tiny_alloc::{allocs_of, column_u64, ALLOC};
@@ -95,6 +95,30 @@ fn tiny_suite_end_to_end() {
     assert_eq!(allocs_of(&t2.dir, "protobuf-tcp", "dhat"), pb);
     assert!(allocs_of(&t1.dir, "zap-tcp", "dhat").iter().all(|a| *a == Some(0)));
     assert_eq!(allocs_of(&t2.dir, "zap-tcp", "dhat"), allocs_of(&t1.dir, "zap-tcp", "dhat"));
+
+    // The run records its binaries' identities; built again from the same
+    // tree they are identical, so the dataset is certified without a cell
+    // run; a binary on record that differs ages exactly the cells it ran.
+    let m1 = dataset::load_run_manifest(&t1.dir).unwrap();
+    assert_eq!(m1.binaries.keys().collect::<Vec<_>>(), ["dhat"]);
+    assert_eq!(m1.binaries["dhat"].keys().collect::<Vec<_>>(), ["subject"]);
+    let mut again = runner::Binaries::default();
+    let (verdict, cells) = certify::judge(&opts, &transport, &m1, &mut again, &multi).unwrap();
+    assert_eq!(verdict, certify::Verdict::Identical { binaries: 1 });
+    certify::certify(&opts, &transport, &t1.dir, &verdict, &cells, &again).unwrap();
+    let certified = dataset::load_run_manifest(&t1.dir).unwrap();
+    assert_eq!(certified.certified.len(), 1, "{:?}", certified.certified);
+    assert_eq!(certified.records, m1.records, "nothing measured");
+    assert!(certified.revisions(7).contains("certified at"));
+    let mut other = m1.clone();
+    other.binaries.get_mut("dhat").unwrap().insert("subject".into(), "another build".into());
+    match certify::judge(&opts, &transport, &other, &mut again, &multi).unwrap().0 {
+        certify::Verdict::Changed { variants, cells } => {
+            assert_eq!(variants, ["dhat"]);
+            assert_eq!(cells.len(), 2, "{cells:?}");
+        }
+        v => panic!("{v:?}"),
+    }
 
     // Fresh records (a column with nulls: jemalloc has no counts) for the
     // test command's readers in Python (scripts/interop.py: polars, pyarrow,

@@ -28,6 +28,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// A committed quick manifest of `dataset`, with `fp` (or none), as the
 /// newest run of a scratch data directory.
 fn plant(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fingerprint>) {
+    plant_with(wt, data, dataset, fp, false)
+}
+
+/// [`plant`], with its binaries' identities on record when `identities`.
+fn plant_with(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fingerprint>, identities: bool) {
     let committed = std::fs::read_dir(wt.join("data").join(dataset))
         .unwrap()
         .flatten()
@@ -42,6 +47,11 @@ fn plant(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fingerp
         None => {
             m.as_object_mut().unwrap().remove("fingerprint");
         }
+    }
+    if identities {
+        m["binaries"] = serde_json::json!({"dhat": {"subject": "0123"}});
+    } else {
+        m.as_object_mut().unwrap().remove("binaries");
     }
     let run = data.join(dataset).join("quick-20990101T000000Z");
     std::fs::create_dir_all(&run).unwrap();
@@ -116,8 +126,35 @@ fn status_follows_exactly_the_measured_inputs() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("heap-growth (quick)"), "{stderr}");
+    assert!(!out.status.success() && stderr.contains("heap-growth (quick: stale"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("stale"));
+    // With its binaries' identities on record, a source edit is only a
+    // question for `run --stale` (build and compare), not a verdict.
+    plant_with(&wt, &data, "heap-growth", Some(&codec_fp), true);
+    assert_eq!(
+        verdict(&wt, &data, "heap-growth"),
+        Freshness::Sources(vec![(format!("src:{json}"), "uncommitted".into())])
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("heap-growth (quick: sources"), "{stderr}");
+    plant(&wt, &data, "heap-growth", Some(&codec_fp));
+    // An input that cannot be computed here is unknown, naming it and why,
+    // never a change: cargo metadata fails with a cargo home that has no
+    // registry cache.
+    let empty_home = scratch.join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_home).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--scale", "quick"])
+        .env("CARGO_HOME", &empty_home)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.starts_with("throughput ")).unwrap_or_default();
+    assert!(line.contains("unknown") && line.contains("features cannot be computed here"), "{stdout}");
     // Committed: the first commit that changed it is named.
     git(&wt, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "an edit"]);
     let edit = git(&wt, &["rev-parse", "--short", "HEAD"]);

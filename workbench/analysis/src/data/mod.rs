@@ -11,7 +11,7 @@
 //!   notebooks, generated from the record types.
 //! - [`manifest`], [`host`]: the runner's.
 
-pub use runner::data::{host, manifest};
+pub use runner::data::{host, manifest, prune};
 
 pub mod columns;
 pub mod dataset;

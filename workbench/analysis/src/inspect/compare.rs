@@ -591,14 +591,24 @@ pub fn resolve(
             let at = runs.iter().position(|r| r.file_name() == p.file_name()).unwrap_or(0);
             match at.checked_sub(1) {
                 Some(i) => Ok((runs[i].clone(), p.into())),
-                None => bail!("{} is the oldest {scale} run of {exp}; name the run to compare it with", p.display()),
+                None => bail!(
+                    "{} is the oldest {scale} run of {exp} in the tree; name the run to compare it with \
+                     (older runs are listed in {}: `workbench restore` brings one back)",
+                    p.display(),
+                    data.join(crate::data::prune::LEDGER).display()
+                ),
             }
         }
         [exp] => {
             let runs = runs_of(exp)?;
             match runs.as_slice() {
                 [.., a, b] => Ok((a.clone(), b.clone())),
-                _ => bail!("{exp}: fewer than two {scale} runs under {}", data.join(exp).display()),
+                _ => bail!(
+                    "{exp}: fewer than two {scale} runs under {} (older runs are listed in {}: \
+                     `workbench restore` brings one back)",
+                    data.join(exp).display(),
+                    data.join(crate::data::prune::LEDGER).display()
+                ),
             }
         }
         _ => bail!("compare takes two runs, one run (against the one before it), or an experiment name"),

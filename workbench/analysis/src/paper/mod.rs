@@ -371,7 +371,7 @@ pub fn write_provenance_of(root: &Path, analyses: &[Analysis]) -> Result<Vec<Pat
             rows.push([
                 r.dataset().to_string(),
                 scale.to_string(),
-                m.git_revision.chars().take(7).collect(),
+                m.revisions(7),
                 m.date.get(..10).unwrap_or(&m.date).to_string(),
                 format!("{} ({} cores)", m.cpu_model, m.cores),
                 shown,

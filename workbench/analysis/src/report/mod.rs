@@ -221,7 +221,7 @@ pub fn analyse(root: &Path, data: &Path, scale: Scale) -> Result<Analysis> {
 
 /// Where a dataset's numbers come from, in its own manifest's words.
 pub fn measured_on(m: &crate::data::manifest::Manifest) -> String {
-    let rev: String = m.git_revision.chars().take(7).collect();
+    let rev = m.revisions(7);
     format!(
         "Measured at {rev}{} on {}, {} ({} cores).",
         if m.git_dirty { " (dirty tree)" } else { "" },

@@ -268,7 +268,7 @@ pub(crate) fn opt_count(v: Option<f64>) -> String {
 
 pub(crate) fn source_of(run: &Run) -> String {
     let m = &run.manifest;
-    let rev: String = m.git_revision.chars().take(10).collect();
+    let rev = m.revisions(10);
     let state = if m.git_dirty { "dirty tree: see its dirty.diff" } else { "clean tree" };
     // The instruction set of every build, and why it is not the reference
     // build where this machine could not run it.

@@ -66,9 +66,49 @@ pub struct Manifest {
     /// was kept, which `workbench status` counts as stale.
     #[serde(default)]
     pub fingerprint: Option<Fingerprint>,
+    /// Each variant's binaries and their identities
+    /// ([`crate::run::identity`]): variant → binary → identity. Empty in
+    /// datasets measured before identities were kept, which age by their
+    /// sources alone.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub binaries: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    /// Commits after the measured one at which this dataset was found to
+    /// hold (its binaries built again, identical), oldest first; the
+    /// fingerprint is then the newest certification's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certified: Vec<Certification>,
+}
+
+/// One re-certification of a dataset without measuring it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certification {
+    pub git_revision: String,
+    /// UTC, ISO 8601.
+    pub date: String,
+    /// Why the measurement still holds (e.g. every binary identical).
+    pub why: String,
+    /// The inputs that had changed since the previous fingerprint.
+    #[serde(default)]
+    pub changed: Vec<String>,
 }
 
 impl Manifest {
+    /// The revision the fingerprint was taken at: the newest
+    /// certification's, else the measured one.
+    pub fn judged_at(&self) -> &str {
+        self.certified.last().map_or(&self.git_revision, |c| &c.git_revision)
+    }
+
+    /// The measured revision in `len` hex digits, and the newest
+    /// certification's beside it: `abc1234 (certified at def5678)`.
+    pub fn revisions(&self, len: usize) -> String {
+        let short = |r: &str| r.chars().take(len).collect::<String>();
+        match self.certified.last() {
+            Some(c) => format!("{} (certified at {})", short(&self.git_revision), short(&c.git_revision)),
+            None => short(&self.git_revision),
+        }
+    }
+
     /// The instruction set `variant` was compiled for in this run. Runs from
     /// before the reference build (x86-64-v3) did not record it: their
     /// `x86-64-v3` variant was built for it, every other for the baseline.

@@ -8,7 +8,11 @@
 //!   full, else quick), atomic writes and publishing a run whole.
 //! - [`manifest`]: what a run records about the machine and the build.
 //! - [`host`]: git state, rustc, CPU, kernel, dates.
+//! - [`prune`]: what the tree keeps of `data/` (the newest run per
+//!   experiment and scale, every cited run), pruning the rest and
+//!   restoring a pruned run from git history.
 
 pub mod dataset;
 pub mod host;
 pub mod manifest;
+pub mod prune;

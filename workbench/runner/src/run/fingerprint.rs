@@ -23,8 +23,12 @@
 //! commit that changed it can be found; a fact's is the text itself. The
 //! fingerprint's own hash is the blob id of its listing.
 //!
-//! A dataset is *fresh* when every input hashes now as it did, *stale*
-//! when some input changed, and *unknown* (treated as stale) when its
+//! A dataset is *fresh* when every input hashes now as it did; *sources*
+//! when only inputs that reach its binaries changed and their identities
+//! are on record ([`crate::run::identity`]: `run --stale` builds and
+//! compares); *stale* when the spec or a peer changed, or its binaries'
+//! identities were not kept; *unknown*, naming the input and why, when an
+//! input cannot be computed here (never counted as a change) or the
 //! manifest has no fingerprint.
 
 use crate::run::lock;
@@ -366,11 +370,18 @@ pub fn first_change(root: &Path, rev: &str, key: &str) -> String {
 pub enum Freshness {
     /// Every input hashes now as it did.
     Fresh,
+    /// Only inputs that reach the measured binaries changed (sources, the
+    /// lock file, features, the compiler, a variant's definition), and the
+    /// dataset has its binaries' identities on record: `run --stale` builds
+    /// them and compares, re-certifying the dataset when every binary is
+    /// identical. Each input with the first commit that changed it.
+    Sources(Vec<(String, String)>),
     /// Inputs that changed, each with the first commit after the run that
     /// changed it ("uncommitted" for a change not yet committed).
     Stale(Vec<(String, String)>),
-    /// Why it cannot be told (no fingerprint; sources not recorded): stale
-    /// as far as a reader is concerned.
+    /// Why it cannot be told: the input that cannot be computed here and
+    /// why, or no fingerprint. Never counted as a change; a reader is shown
+    /// it as not fresh.
     Unknown(String),
 }
 
@@ -379,10 +390,11 @@ impl Freshness {
         *self == Freshness::Fresh
     }
 
-    /// One word: fresh, stale or unknown.
+    /// One word: fresh, sources, stale or unknown.
     pub fn word(&self) -> &'static str {
         match self {
             Freshness::Fresh => "fresh",
+            Freshness::Sources(_) => "sources",
             Freshness::Stale(_) => "stale",
             Freshness::Unknown(_) => "unknown",
         }
@@ -390,17 +402,28 @@ impl Freshness {
 
     /// Why, in a line (empty when fresh).
     pub fn why(&self) -> String {
+        let listed = |changed: &[(String, String)]| {
+            let shown: Vec<String> = changed.iter().take(4).map(|(k, c)| format!("{k} ({c})")).collect();
+            let more = changed.len().saturating_sub(4);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            format!("{} changed: {}{more}", plural(changed.len(), "input"), shown.join(", "))
+        };
         match self {
             Freshness::Fresh => String::new(),
             Freshness::Unknown(why) => why.clone(),
-            Freshness::Stale(changed) => {
-                let shown: Vec<String> = changed.iter().take(4).map(|(k, c)| format!("{k} ({c})")).collect();
-                let more = changed.len().saturating_sub(4);
-                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                format!("{} changed: {}{more}", plural(changed.len(), "input"), shown.join(", "))
+            Freshness::Stale(changed) => listed(changed),
+            Freshness::Sources(changed) => {
+                format!("{}; `run --stale` compares its binaries' identities", listed(changed))
             }
         }
     }
+}
+
+/// Whether a change to input `key` can reach only the measured binaries
+/// (so that comparing their identities settles it), as opposed to what a
+/// cell is asked to do (the spec) or a peer it runs.
+pub fn reaches_binaries_only(key: &str) -> bool {
+    key.starts_with("src:") || key.starts_with("variant:") || [LOCK, FEATURES, "rustc"].contains(&key)
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -409,6 +432,24 @@ fn plural(n: usize, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
+}
+
+/// An input of `now` that cannot be computed here, and why: the resolved
+/// features when `cargo metadata` fails, a peer's file outside the tree
+/// that this machine lacks.
+fn uncomputable(then: &Fingerprint, now: &Fingerprint) -> Option<String> {
+    for (k, v) in &now.inputs {
+        let was = then.inputs.get(k);
+        if k == FEATURES && v.starts_with("unknown") && was.is_some_and(|w| !w.starts_with("unknown")) {
+            return Some(format!("features cannot be computed here: {v}"));
+        }
+        if let Some(p) = k.strip_prefix("file:") {
+            if Path::new(p).is_absolute() && v == MISSING && was.is_some_and(|w| w != MISSING) {
+                return Some(format!("{p} is not on this machine, so it cannot be compared"));
+            }
+        }
+    }
+    None
 }
 
 /// The freshness of the run whose manifest is `m`, measured from the spec
@@ -427,20 +468,30 @@ pub fn freshness(
         return Ok(Freshness::Unknown(format!("sources not recorded ({k})")));
     }
     let now = now(root, then, spec, m.scale, rustc)?;
+    if let Some(why) = uncomputable(then, &now) {
+        return Ok(Freshness::Unknown(why));
+    }
+    let since = m.judged_at();
     let spec_rel = spec_path.strip_prefix(root).unwrap_or(spec_path).to_string_lossy().into_owned();
     let changed: Vec<(String, String)> = changed(then, &now)
         .into_iter()
         .map(|k| {
             let first = match k.as_str() {
-                "spec" => first_change(root, &m.git_revision, &format!("file:{spec_rel}")),
+                "spec" => first_change(root, since, &format!("file:{spec_rel}")),
                 "rustc" => format!("now {rustc}"),
                 k if k.starts_with("variant:") => "the variant's definition".into(),
-                k => first_change(root, &m.git_revision, k),
+                k => first_change(root, since, k),
             };
             (k, first)
         })
         .collect();
-    Ok(if changed.is_empty() { Freshness::Fresh } else { Freshness::Stale(changed) })
+    Ok(if changed.is_empty() {
+        Freshness::Fresh
+    } else if !m.binaries.is_empty() && changed.iter().all(|(k, _)| reaches_binaries_only(k)) {
+        Freshness::Sources(changed)
+    } else {
+        Freshness::Stale(changed)
+    })
 }
 
 /// What a reader is told about a dataset beside its numbers (a table's
@@ -491,7 +542,7 @@ impl Shown {
 
     /// The sentence that goes with its numbers; `None` when fresh.
     pub fn note(&self, m: &crate::data::manifest::Manifest) -> Option<String> {
-        let rev: String = m.git_revision.chars().take(7).collect();
+        let rev = m.revisions(7);
         match self {
             Shown::Fresh => None,
             _ => Some(format!(
@@ -520,6 +571,9 @@ pub fn shown(root: &Path, m: &crate::data::manifest::Manifest) -> Result<Shown> 
     let mut then = then.clone();
     then.inputs.retain(|k, _| !machine(k));
     let now = now(root, &then, &spec, m.scale, "")?;
+    if let Some(why) = uncomputable(&then, &now) {
+        return Ok(Shown::Unknown(why));
+    }
     let changed: Vec<String> = changed(&then, &now).into_iter().filter(|k| !machine(k)).collect();
     Ok(if changed.is_empty() { Shown::Fresh } else { Shown::Stale { changed, of: then.inputs.len() } })
 }

@@ -16,6 +16,7 @@ use crate::data::dataset::{self, Record};
 use crate::data::manifest::{self, Manifest};
 use crate::run::build;
 use crate::run::fingerprint::{self, Sources};
+use crate::run::identity;
 use crate::spec::variants;
 use crate::spec::{Scale, Spec, Target};
 use anyhow::{bail, Context, Result};
@@ -207,6 +208,8 @@ pub struct Binaries {
     built: BTreeMap<(Target, String), PathBuf>,
     /// What each was compiled from (cargo's dep-info beside it).
     sources: BTreeMap<(Target, String), Sources>,
+    /// Each of its binaries' identity ([`crate::run::identity`]).
+    identities: BTreeMap<(Target, String), BTreeMap<String, String>>,
     /// This run's private copies of the built binaries, removed on drop.
     private: Option<PathBuf>,
 }
@@ -240,17 +243,38 @@ impl Binaries {
         check_variant(&copy, variant)?;
         let all: Vec<PathBuf> = target.binaries().iter().map(|b| copy.with_file_name(b)).collect();
         self.sources.insert(key.clone(), fingerprint::sources(root, &all));
+        // The stamp the binary answers is masked out of every binary of the build.
+        let (_, stamp) = ask(&copy, "--revision")?;
+        let stamps: Vec<&[u8]> = identity::is_stamp(&stamp).then_some(stamp.as_bytes()).into_iter().collect();
+        let mut ids = BTreeMap::new();
+        for b in &all {
+            let id = identity::identity(b, &stamps)?;
+            ids.insert(b.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), id);
+        }
+        self.identities.insert(key.clone(), ids);
         self.built.insert(key, copy.clone());
         Ok(copy)
     }
 
-    /// What the binaries of `cells` were compiled from, as far as this
-    /// process built them (`None` if it built none of them: cells run elsewhere).
-    pub fn sources_of(&self, cells: &[Planned]) -> Option<Sources> {
-        let mut out: Option<Sources> = None;
+    /// The identities of `target`'s binaries built for `variant` (`None`
+    /// until [`Binaries::get`] built them).
+    pub fn identities(&self, target: Target, variant: &str) -> Option<&BTreeMap<String, String>> {
+        self.identities.get(&(target, variant.to_string()))
+    }
+
+    /// What the binaries of `cells` were compiled from and their
+    /// identities, as far as this process built them (`None` if it built
+    /// none of them: cells run elsewhere).
+    pub fn built_for(&self, cells: &[Planned]) -> Option<Built> {
+        let mut out: Option<Built> = None;
         for p in cells {
-            if let Some(s) = self.sources.get(&(p.target, p.variant.clone())) {
-                out.get_or_insert_with(Sources::default).extend(s.clone());
+            let key = (p.target, p.variant.clone());
+            if let Some(s) = self.sources.get(&key) {
+                let b = out.get_or_insert_with(Built::default);
+                b.sources.extend(s.clone());
+                if let Some(ids) = self.identities.get(&key) {
+                    b.identities.insert(p.variant.clone(), ids.clone());
+                }
             }
         }
         out
@@ -263,6 +287,14 @@ impl Drop for Binaries {
             let _ = std::fs::remove_dir_all(p);
         }
     }
+}
+
+/// What a run's binaries were built from, and what they are.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    pub sources: Sources,
+    /// Variant → binary → identity ([`crate::run::identity`]).
+    pub identities: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Result of running one spec.
@@ -301,8 +333,8 @@ pub fn run_spec_where(
         bail!("{}: no planned cell is selected", spec_path.display());
     }
     let resumed = run_cells(opts, spec, &cells, &staging, &before.rev, bins, multi)?;
-    let sources = bins.sources_of(&cells);
-    assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources, true)
+    let built = bins.built_for(&cells);
+    assemble(opts, spec_path, spec, &cells, &staging, resumed, before, built, true)
 }
 
 /// A run's start, whatever runs its cells: the cells planned, the staging
@@ -588,7 +620,7 @@ pub(crate) fn assemble(
     staging: &Path,
     resumed: usize,
     before: Before,
-    sources: Option<Sources>,
+    built: Option<Built>,
     local: bool,
 ) -> Result<Outcome> {
     let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
@@ -647,9 +679,12 @@ pub(crate) fn assemble(
     sink.finish(&staging.join(dataset::RECORDS))?;
     let secs = manifest::now_secs();
     let run_id = format!("{}-{}", opts.scale, manifest::compact_date(secs));
-    let sources = sources.unwrap_or_else(|| Sources {
-        files: Default::default(),
-        without_dep_info: cells.iter().map(|p| format!("{}-{}", p.target.measured(), p.variant)).collect(),
+    let Built { sources, identities } = built.unwrap_or_else(|| Built {
+        sources: Sources {
+            files: Default::default(),
+            without_dep_info: cells.iter().map(|p| format!("{}-{}", p.target.measured(), p.variant)).collect(),
+        },
+        identities: BTreeMap::new(),
     });
     let rustc = manifest::rustc_version(&opts.root);
     let at = (!dirty).then_some(rev.as_str());
@@ -694,6 +729,8 @@ pub(crate) fn assemble(
         cell_seconds,
         nodes,
         fingerprint: Some(fingerprint),
+        binaries: identities,
+        certified: Vec::new(),
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();

@@ -256,8 +256,8 @@ pub fn run(
         );
     }
     drop_binaries(&staging)?;
-    let sources = bins.sources_of(&cells);
-    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before, sources, false)?))
+    let built = bins.built_for(&cells);
+    Ok(Done::Published(runner::assemble(opts, spec_path, spec, &cells, &staging, resumed, before, built, false)?))
 }
 
 /// Builds each variant the pending cells need (here, once), copies the
