@@ -410,7 +410,7 @@ fn main() -> Result<()> {
             for p in &done {
                 println!("{} {}", if dry_run { "would prune" } else { "pruned" }, p.run);
             }
-            let left = prune::candidates(&data, &prune::cited(&root)?)?.len();
+            let left = prune::candidates(&data, &prune::cited(&root)?)?.len() - if dry_run { done.len() } else { 0 };
             println!(
                 "{} runs, {}{}; {left} more the tree need not keep",
                 done.len(),

@@ -129,6 +129,13 @@ fn stale_choice(
             }
             continue;
         }
+        if plan && e.freshness.as_ref().is_some_and(|f| f.is_fresh()) {
+            said.push(format!(
+                "{}: fresh; its binaries' identities would be recorded (built, not measured)",
+                e.dataset
+            ));
+            continue;
+        }
         if lock.is_none() {
             *lock =
                 Some(analysis::run::provenance::MeasureLock::acquire("workbench run --stale (building to compare)")?);
