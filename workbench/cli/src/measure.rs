@@ -36,16 +36,17 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         records: analysis::data::dataset::parquet_sink,
     };
     let mut bins = runner::Binaries::default();
+    let mut carries = Carries::new();
     // Builds are taken beside no measurement: the lock is held from the
     // first build a judgement needs to the last cell.
     let mut lock = None;
     if stale {
         if !plan {
             for (path, spec) in &chosen {
-                analysis::run::provenance::check_clean(root, allow_dirty, path, spec, scale)?;
+                check_clean(root, allow_dirty, path, spec, scale)?;
             }
         }
-        chosen = stale_choice(&opts, chosen, &mut bins, &mut lock, plan)?;
+        (chosen, carries) = stale_choice(&opts, chosen, &mut bins, &mut lock, plan)?;
         if chosen.is_empty() || no_measure {
             return Ok(());
         }
@@ -66,7 +67,7 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
         return run_slurm(root, data, &opts, &chosen, &s, no_report);
     }
     for (path, spec) in &chosen {
-        analysis::run::provenance::check_clean(root, allow_dirty, path, spec, scale)?;
+        check_clean(root, allow_dirty, path, spec, scale)?;
     }
     analysis::run::provenance::check_self(root)?;
     // One measurement per machine: two at once would each show in the other's figures.
@@ -78,6 +79,12 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let mut done = Vec::new();
     for (path, spec) in &chosen {
+        if let Some((old, ids)) = carries.get(spec.dataset()) {
+            let rows = analysis::data::dataset::read_back(old)?;
+            let n = runner::carry(&opts, spec, old, ids, &rows)
+                .with_context(|| format!("carrying cells of {} over", old.display()))?;
+            eprintln!("{}: {n} cells carried over from {} (their builds unchanged)", spec.dataset(), old.display());
+        }
         let out = runner::run_spec(&opts, path, spec, &mut bins, &multi)
             .with_context(|| format!("running {} (rerun the same command to resume)", path.display()))?;
         done.push((spec.dataset().to_string(), out));
@@ -94,13 +101,19 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
 /// its binaries, and a fresh one without identities on record, is judged
 /// by its binaries built now ([`runner`]'s `certify`): certified when every
 /// one is identical (unless `plan`: then only said), measured otherwise.
+/// A count-only dataset whose cells of unchanged builds are carried over
+/// ([`runner::carry`]) and the rest measured; the dataset → its newest
+/// run and the cells carried from it.
+type Carries = std::collections::BTreeMap<String, (PathBuf, Vec<String>)>;
+
 fn stale_choice(
     opts: &runner::Options,
     chosen: Vec<(PathBuf, spec::Spec)>,
     bins: &mut runner::Binaries,
     lock: &mut Option<analysis::run::provenance::MeasureLock>,
     plan: bool,
-) -> Result<Vec<(PathBuf, spec::Spec)>> {
+) -> Result<(Vec<(PathBuf, spec::Spec)>, Carries)> {
+    let mut carries = Carries::new();
     use analysis::run::certify;
     use analysis::run::fingerprint::Freshness;
     let (root, scale) = (&opts.root, opts.scale);
@@ -149,7 +162,23 @@ fn stale_choice(
             }
             said.push(format!("{}: {} ({rel})", e.dataset, verdict.describe()));
         } else if e.needs_run() {
-            said.push(format!("{}: {}: measured", e.dataset, verdict.describe()));
+            let aged = match &verdict {
+                certify::Verdict::Changed { cells: aged, .. } if !runner::machine_bound(&spec, scale) => aged.clone(),
+                _ => Vec::new(),
+            };
+            if aged.is_empty() {
+                said.push(format!("{}: {}: measured whole", e.dataset, verdict.describe()));
+            } else {
+                let secs: f64 = aged.iter().filter_map(|c| m.cell_seconds.get(c)).sum();
+                said.push(format!(
+                    "{}: {}: those measured ({secs:.0} s last time), the other {} carried over",
+                    e.dataset,
+                    verdict.describe(),
+                    cells.len() - aged.len()
+                ));
+                let keep = cells.iter().map(|p| p.id.clone()).filter(|id| !aged.contains(id)).collect();
+                carries.insert(e.dataset.clone(), (dir.clone(), keep));
+            }
             out.push((path, spec));
         } else {
             said.push(format!("{}: fresh, identities not recorded: {}", e.dataset, verdict.describe()));
@@ -165,7 +194,7 @@ fn stale_choice(
         names.len(),
         if names.is_empty() { "none".into() } else { names.join(", ") }
     );
-    Ok(out)
+    Ok((out, carries))
 }
 
 /// `workbench identity`: each binary's identity, as a manifest records it.
@@ -186,6 +215,13 @@ pub(crate) fn identity(bins: &[PathBuf], stamp: Option<&str>) -> Result<()> {
         println!("{}  {}", identity::identity(b, &stamps)?, b.display());
     }
     Ok(())
+}
+
+/// The dirty refusal before any build: [`analysis::run::provenance::check_clean`]
+/// over the spec's [`analysis::run::fingerprint::Inputs`].
+fn check_clean(root: &Path, allow_dirty: bool, path: &Path, spec: &spec::Spec, scale: Scale) -> Result<Vec<String>> {
+    let inputs = analysis::run::fingerprint::Inputs::of(root, path, spec, scale)?;
+    analysis::run::provenance::check_clean(root, allow_dirty, path, &inputs)
 }
 
 /// `workbench collect`: a Slurm submission's finished cells published as datasets.
@@ -223,7 +259,7 @@ pub(crate) fn run_slurm(
 ) -> Result<()> {
     if !s.dry_run {
         for (path, spec) in chosen {
-            analysis::run::provenance::check_clean(root, opts.allow_dirty, path, spec, opts.scale)?;
+            check_clean(root, opts.allow_dirty, path, spec, opts.scale)?;
         }
         analysis::run::provenance::check_self(root)?;
     }

@@ -119,6 +119,28 @@ fn tiny_suite_end_to_end() {
         }
         v => panic!("{v:?}"),
     }
+    // A count-only dataset measures only its aged cells: one carried over
+    // from t1 (records read back from its Parquet, trace and time copied),
+    // the other run again; the counts are the same either way.
+    let planned = runner::plan(&transport, Scale::Quick).unwrap();
+    let pb_cell = planned.iter().find(|p| p.id.starts_with("protobuf-tcp")).unwrap().id.clone();
+    let rows = dataset::read_back(&t1.dir).unwrap();
+    assert_eq!(rows.len(), m1.records);
+    assert_eq!(runner::carry(&opts, &transport, &t1.dir, std::slice::from_ref(&pb_cell), &rows).unwrap(), 1);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let t3 = runner::run_spec(&opts, Path::new("transport.toml"), &transport, &mut bins, &multi).unwrap();
+    assert_eq!((t3.cells, t3.resumed), (2, 1));
+    let m3 = dataset::load_run_manifest(&t3.dir).unwrap();
+    assert_eq!(m3.carried.keys().collect::<Vec<_>>(), [&pb_cell]);
+    assert_eq!(m3.carried[&pb_cell], m1.git_revision);
+    assert_eq!(m3.cell_seconds[&pb_cell], m1.cell_seconds[&pb_cell], "the carried cell's time is its own");
+    assert!(t3.dir.join(format!("traces/{pb_cell}.dhat.json")).exists(), "its trace comes along");
+    assert_eq!(allocs_of(&t3.dir, "protobuf-tcp", "dhat"), pb);
+    assert_eq!(allocs_of(&t3.dir, "zap-tcp", "dhat"), allocs_of(&t1.dir, "zap-tcp", "dhat"));
+    // A dataset with a timed or memory-sampling build is never carried.
+    let heap_spec = Spec::parse(HEAP, Path::new("heap.toml")).unwrap();
+    let e = runner::carry(&opts, &heap_spec, &t1.dir, &[], &rows).unwrap_err().to_string();
+    assert!(e.contains("measured whole"), "{e}");
 
     // Fresh records (a column with nulls: jemalloc has no counts) for the
     // test command's readers in Python (scripts/interop.py: polars, pyarrow,
@@ -133,7 +155,8 @@ fn tiny_suite_end_to_end() {
     let hp = Path::new("heap.toml");
     let cells = runner::plan(&heap, Scale::Quick).unwrap();
     assert_eq!(cells.len(), 6);
-    let staging = runner::staging_dir(&opts, &heap).unwrap();
+    let inputs = analysis::run::fingerprint::Inputs::of(&opts.root, hp, &heap, Scale::Quick).unwrap();
+    let staging = runner::staging_dir(&opts, &heap, &inputs).unwrap();
     std::fs::create_dir_all(staging.join("cells")).unwrap();
     // A whole record of its kind (the runner decodes it into its type) whose
     // message count no cell reaches: the marker that the cell was resumed.

@@ -61,7 +61,9 @@ fn tiny_spec_through_slurm_matches_a_local_run() {
     // --no-wait over a run with one cell done: only the others are submitted,
     // and collect publishes once they are all on disk.
     opts.data = out.join("resume").join("data");
-    let staging = runner::staging_dir(&opts, &spec).unwrap();
+    let inputs =
+        analysis::run::fingerprint::Inputs::of(&opts.root, Path::new("alloc.toml"), &spec, Scale::Quick).unwrap();
+    let staging = runner::staging_dir(&opts, &spec, &inputs).unwrap();
     std::fs::create_dir_all(staging.join("cells")).unwrap();
     let first = &runner::plan(&spec, Scale::Quick).unwrap()[0];
     // A whole alloc-profile record (the runner decodes it into its type) whose

@@ -91,8 +91,10 @@ fn status_follows_exactly_the_measured_inputs() {
 
     let rustc = analysis::data::manifest::rustc_version(&wt);
     let fp = |name: &str, sources: &fingerprint::Sources| {
-        let spec = Spec::load(&wt.join(format!("experiments/{name}.toml"))).unwrap();
-        fingerprint::compute(&wt, sources, &spec, Scale::Quick, &rustc, None).unwrap()
+        let path = wt.join(format!("experiments/{name}.toml"));
+        let spec = Spec::load(&path).unwrap();
+        let inputs = fingerprint::Inputs::of(&wt, &path, &spec, Scale::Quick).unwrap();
+        fingerprint::compute(&wt, &inputs, sources, &spec, Scale::Quick, &rustc, None).unwrap()
     };
     let (codec_fp, server_fp) = (fp("heap-growth", &subject), fp("throughput", &server));
     assert!(server_fp.inputs.contains_key("file:scripts/chdb_engine.py"), "a peer script the cells run");
@@ -203,7 +205,10 @@ fn a_rendered_output_never_blocks_a_run_and_a_measured_edit_always_does() {
     git(&root, &["worktree", "add", "--detach", "--quiet", wt.to_str().unwrap(), "HEAD"]);
     let spec_path = wt.join("experiments/alloc-profile.toml");
     let spec = Spec::load(&spec_path).unwrap();
-    let clean = |allow: bool| check_clean(&wt, allow, &spec_path, &spec, Scale::Quick);
+    let clean = |allow: bool| {
+        let inputs = analysis::run::fingerprint::Inputs::of(&wt, &spec_path, &spec, Scale::Quick).unwrap();
+        check_clean(&wt, allow, &spec_path, &inputs)
+    };
     assert!(clean(false).unwrap().is_empty(), "a fresh worktree of HEAD is clean");
 
     // What the first run of the main job rewrote.

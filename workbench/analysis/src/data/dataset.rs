@@ -205,6 +205,52 @@ pub fn read_parquet(path: &Path) -> Result<DataFrame> {
     ParquetReader::new(file).finish().with_context(|| format!("reading {}", path.display()))
 }
 
+/// The records of the run in `dir` read back as the objects they were
+/// written from: each row's non-null fields, in row order (what
+/// [`runner::run::runner::carry`] decodes into records again). A float
+/// with no fraction is written back as an integer, since a column mixing
+/// an integer field of one record kind with a float of another was widened
+/// to float, and the integer field must still decode.
+pub fn read_back(dir: &Path) -> Result<Vec<serde_json::Map<String, Value>>> {
+    use polars::prelude::AnyValue;
+    let df = read_parquet(&dir.join(RECORDS))?;
+    let mut rows = vec![serde_json::Map::new(); df.height()];
+    for col in df.columns() {
+        let name = col.name().to_string();
+        for (i, row) in rows.iter_mut().enumerate() {
+            let v = match col.get(i).with_context(|| format!("{}: column {name}, row {i}", dir.display()))? {
+                AnyValue::Null => continue,
+                AnyValue::Boolean(b) => Value::Bool(b),
+                AnyValue::UInt8(x) => x.into(),
+                AnyValue::UInt16(x) => x.into(),
+                AnyValue::UInt32(x) => x.into(),
+                AnyValue::UInt64(x) => x.into(),
+                AnyValue::Int8(x) => x.into(),
+                AnyValue::Int16(x) => x.into(),
+                AnyValue::Int32(x) => x.into(),
+                AnyValue::Int64(x) => x.into(),
+                AnyValue::Float32(x) => float(f64::from(x)),
+                AnyValue::Float64(x) => float(x),
+                AnyValue::String(x) => Value::String(x.to_string()),
+                AnyValue::StringOwned(x) => Value::String(x.to_string()),
+                other => bail!("{}: column {name} holds {other:?}, which no record field is written as", dir.display()),
+            };
+            row.insert(name.clone(), v);
+        }
+    }
+    Ok(rows)
+}
+
+fn float(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        if x >= 0.0 {
+            return (x as u64).into();
+        }
+        return (x as i64).into();
+    }
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
 /// The runner's sink: records into a [`FrameBuilder`], then Parquet.
 pub fn parquet_sink() -> Box<dyn RecordsSink> {
     struct Parquet(FrameBuilder);

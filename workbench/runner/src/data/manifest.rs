@@ -77,6 +77,11 @@ pub struct Manifest {
     /// fingerprint is then the newest certification's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certified: Vec<Certification>,
+    /// Cells carried over from an earlier run, not measured in this one
+    /// (`run --stale` on a count-only dataset whose other builds did not
+    /// change): cell → the revision it was measured at.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub carried: std::collections::BTreeMap<String, String>,
 }
 
 /// One re-certification of a dataset without measuring it again.

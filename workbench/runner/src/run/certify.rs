@@ -136,7 +136,8 @@ pub fn certify(
     let built = bins.built_for(cells).context("certifying a dataset none of whose binaries were built")?;
     let rustc = manifest::rustc_version(&opts.root);
     let (rev, _) = manifest::git_state(&opts.root);
-    let fp = fingerprint::compute(&opts.root, &built.sources, spec, opts.scale, &rustc, Some(&rev))
+    let inputs = fingerprint::Inputs::of(&opts.root, &opts.root.join(&m.spec_path), spec, opts.scale)?;
+    let fp = fingerprint::compute(&opts.root, &inputs, &built.sources, spec, opts.scale, &rustc, Some(&rev))
         .context("fingerprinting the dataset's inputs now")?;
     let changed = m.fingerprint.as_ref().map(|then| fingerprint::changed(then, &fp)).unwrap_or_default();
     let why = match verdict {

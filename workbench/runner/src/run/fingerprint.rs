@@ -50,6 +50,90 @@ const LOCK: &str = "file:Cargo.lock";
 /// The resolved features' input ([`lock::resolved_features`]).
 const FEATURES: &str = "features";
 
+/// The build files every measured binary is built by: the lock file (its
+/// change judged by what the binaries link, [`lock::links_same`]), the
+/// workspace manifest (profiles) and cargo's configuration (the reference
+/// build's flags).
+pub const BUILD_FILES: [&str; 3] = ["Cargo.lock", "Cargo.toml", ".cargo/config.toml"];
+
+/// What a run of one spec depends on, as files in the tree: computed once
+/// per run ([`Inputs::of`]) and read by the dirty refusal
+/// ([`crate::run::provenance::check_clean`]), the staging key
+/// ([`crate::run::runner::staging_dir`]), the stored diff and the
+/// fingerprint ([`compute`]), so that "may this tree be measured" and "is
+/// this dataset fresh" are one question. The fingerprint adds what only a
+/// build knows (the sources cargo lists per binary), the features, the
+/// compiler and the variants' definitions; a run adds each binary's
+/// identity ([`crate::run::identity`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    /// The measured crates' directories, relative to the root ([`measured_crates`]).
+    pub crates: Vec<String>,
+    /// The spec file, relative to the root (none: a spec outside the tree).
+    pub spec: Option<String>,
+    /// The files the cells execute that the spec names ([`peer_files`]):
+    /// relative to the root, or absolute for a peer outside it.
+    pub peers: BTreeSet<String>,
+}
+
+impl Inputs {
+    /// The inputs of a run of `spec` (from `spec_path`) at `scale` in the tree at `root`.
+    pub fn of(root: &Path, spec_path: &Path, spec: &Spec, scale: Scale) -> Result<Inputs> {
+        let root_abs = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let spec_abs = spec_path.canonicalize().unwrap_or_else(|_| spec_path.to_path_buf());
+        Ok(Inputs {
+            crates: measured_crates(root)?,
+            spec: spec_abs.strip_prefix(&root_abs).ok().map(|r| r.to_string_lossy().into_owned()),
+            peers: peer_files(root, spec, scale),
+        })
+    }
+
+    /// The files and folders in the tree whose content decides what the
+    /// run measures: the measured crates, the build files, the spec and
+    /// the peers in the tree. Generated outputs (figures, `paper/`, the
+    /// site, other datasets) are not among them: they never make a
+    /// measurement unreproducible.
+    pub fn paths(&self) -> Vec<String> {
+        let mut paths = self.crates.clone();
+        paths.extend(BUILD_FILES.map(String::from));
+        paths.extend(self.spec.clone());
+        paths.extend(self.peers.iter().filter(|p| !p.starts_with('/')).cloned());
+        paths
+    }
+}
+
+/// The workspace packages whose code the measured binaries are compiled
+/// from: the targets' packages (the subject's, the server's) and every
+/// workspace crate they depend on (not through dev-dependencies), as
+/// directories relative to `root`, from `cargo metadata` (no hand-kept list).
+pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
+    let meta = lock::cargo_metadata(root, &["--no-deps"])?;
+    let packages = meta["packages"].as_array().context("cargo metadata: no packages")?;
+    let dir_of = |p: &serde_json::Value| -> Option<PathBuf> {
+        Path::new(p["manifest_path"].as_str()?).parent().map(Path::to_path_buf)
+    };
+    let by_dir: BTreeMap<PathBuf, &serde_json::Value> = packages.iter().filter_map(|p| Some((dir_of(p)?, p))).collect();
+    let mut todo: Vec<PathBuf> =
+        packages.iter().filter(|p| lock::roots().iter().any(|r| p["name"] == *r)).filter_map(dir_of).collect();
+    let mut seen = BTreeSet::new();
+    while let Some(dir) = todo.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Some(p) = by_dir.get(&dir) else { continue };
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            if d["kind"] == "dev" {
+                continue;
+            }
+            if let Some(path) = d["path"].as_str() {
+                todo.push(PathBuf::from(path));
+            }
+        }
+    }
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    Ok(seen.iter().filter_map(|d| Some(d.strip_prefix(&root).ok()?.to_string_lossy().into_owned())).collect())
+}
+
 /// The workspace sources (relative to `root`) cargo lists in the dep-info
 /// files beside `bins` ([`dep_info`]): the crates' own files, not the
 /// registry's (the lock file pins those), not generated files under
@@ -228,13 +312,14 @@ pub fn peer_files(root: &Path, spec: &Spec, scale: Scale) -> BTreeSet<String> {
     out
 }
 
-/// The fingerprint of a run of `spec` (its `variants`) whose binaries were
-/// compiled from `sources`.
+/// The fingerprint of a run of `spec` (its `variants`, its [`Inputs`])
+/// whose binaries were compiled from `sources`.
 /// With `at` (the clean revision the run measured), a file's hash is its
 /// blob in that commit's tree, whatever the working tree holds by the time
 /// the run ends; without (a dirty run), the working tree's.
 pub fn compute(
     root: &Path,
+    inputs: &Inputs,
     sources: &Sources,
     spec: &Spec,
     scale: Scale,
@@ -242,8 +327,8 @@ pub fn compute(
     at: Option<&str>,
 ) -> Result<Fingerprint> {
     let mut files: Vec<(String, String)> = sources.files.iter().map(|s| (format!("src:{s}"), s.clone())).collect();
-    files.push((LOCK.into(), "Cargo.lock".into()));
-    files.extend(peer_files(root, spec, scale).into_iter().map(|p| (format!("file:{p}"), p)));
+    files.extend(BUILD_FILES.iter().map(|f| (format!("file:{f}"), f.to_string())));
+    files.extend(inputs.peers.iter().map(|p| (format!("file:{p}"), p.clone())));
     let paths: Vec<String> = files.iter().map(|(_, p)| p.clone()).collect();
     let ids = match at {
         Some(rev) => blob_ids_at(root, rev, &paths)?,
@@ -423,7 +508,10 @@ impl Freshness {
 /// (so that comparing their identities settles it), as opposed to what a
 /// cell is asked to do (the spec) or a peer it runs.
 pub fn reaches_binaries_only(key: &str) -> bool {
-    key.starts_with("src:") || key.starts_with("variant:") || [LOCK, FEATURES, "rustc"].contains(&key)
+    key.starts_with("src:")
+        || key.starts_with("variant:")
+        || [FEATURES, "rustc"].contains(&key)
+        || key.strip_prefix("file:").is_some_and(|f| BUILD_FILES.contains(&f))
 }
 
 fn plural(n: usize, what: &str) -> String {

@@ -8,6 +8,8 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::run::fingerprint::Inputs;
+
 pub use crate::data::manifest::BusyProcess;
 
 /// BUSY_SHARE = 10 %: a process above it competed with the measurement for
@@ -52,61 +54,6 @@ pub fn busy_between(
     busy
 }
 
-/// The workspace packages whose code the measured binaries are compiled
-/// from: the targets' packages (the subject's, the server's) and every
-/// workspace crate they depend on (not through dev-dependencies), as
-/// directories relative to `root`, from `cargo metadata` (no hand-kept list).
-pub fn measured_crates(root: &Path) -> Result<Vec<String>> {
-    let meta = crate::run::lock::cargo_metadata(root, &["--no-deps"])?;
-    let packages = meta["packages"].as_array().context("cargo metadata: no packages")?;
-    let dir_of = |p: &serde_json::Value| -> Option<PathBuf> {
-        Path::new(p["manifest_path"].as_str()?).parent().map(Path::to_path_buf)
-    };
-    let by_dir: BTreeMap<PathBuf, &serde_json::Value> = packages.iter().filter_map(|p| Some((dir_of(p)?, p))).collect();
-    let mut todo: Vec<PathBuf> = packages
-        .iter()
-        .filter(|p| crate::run::lock::roots().iter().any(|r| p["name"] == *r))
-        .filter_map(dir_of)
-        .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some(dir) = todo.pop() {
-        if !seen.insert(dir.clone()) {
-            continue;
-        }
-        let Some(p) = by_dir.get(&dir) else { continue };
-        for d in p["dependencies"].as_array().into_iter().flatten() {
-            if d["kind"] == "dev" {
-                continue;
-            }
-            if let Some(path) = d["path"].as_str() {
-                todo.push(PathBuf::from(path));
-            }
-        }
-    }
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    Ok(seen.iter().filter_map(|d| Some(d.strip_prefix(&root).ok()?.to_string_lossy().into_owned())).collect())
-}
-
-use crate::spec::{Scale, Spec};
-
-/// The paths (relative to `root`) whose content decides what a run of the
-/// spec at `spec_path` measures: the measured crates ([`measured_crates`]),
-/// the lock file, the workspace manifest and its build flags, the spec, and
-/// the files its cells execute ([`crate::run::fingerprint::peer_files`]).
-/// Generated outputs (figures, `paper/`, the site, other datasets) are not
-/// among them: they never make a measurement unreproducible.
-pub fn measured_paths(root: &Path, spec_path: &Path, spec: &Spec, scale: Scale) -> Result<Vec<String>> {
-    let mut paths = measured_crates(root)?;
-    paths.extend(["Cargo.lock", "Cargo.toml", ".cargo/config.toml"].map(String::from));
-    let spec_path = spec_path.canonicalize().unwrap_or_else(|_| spec_path.to_path_buf());
-    let root_abs = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    if let Ok(rel) = spec_path.strip_prefix(&root_abs) {
-        paths.push(rel.to_string_lossy().into_owned());
-    }
-    paths.extend(crate::run::fingerprint::peer_files(root, spec, scale).into_iter().filter(|p| !p.starts_with('/')));
-    Ok(paths)
-}
-
 /// The files among `paths` that differ from HEAD: modified, staged, deleted,
 /// or new and untracked (a new source file in a measured crate is code the
 /// commit does not hold).
@@ -137,8 +84,8 @@ pub fn diff_of(root: &Path, files: &[String]) -> Result<String> {
 /// from HEAD (naming each), unless allowed; the changed files (none: clean).
 /// Every other change in the tree (a figure, the paper, a dataset) neither
 /// blocks a run nor marks its dataset dirty.
-pub fn check_clean(root: &Path, allow_dirty: bool, spec_path: &Path, spec: &Spec, scale: Scale) -> Result<Vec<String>> {
-    let changed = changed_among(root, &measured_paths(root, spec_path, spec, scale)?);
+pub fn check_clean(root: &Path, allow_dirty: bool, spec_path: &Path, inputs: &Inputs) -> Result<Vec<String>> {
+    let changed = changed_among(root, &inputs.paths());
     if !changed.is_empty() && !allow_dirty {
         bail!(
             "{}: what it measures has uncommitted changes ({}): a dataset from it reproduces from no commit. \
@@ -225,11 +172,12 @@ pub fn check_self(root: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{Scale, Spec};
 
     #[test]
     fn what_a_run_measures_is_its_crates_lock_flags_spec_and_peers_not_the_outputs() {
         let root = crate::default_root();
-        let crates = measured_crates(&root).unwrap();
+        let crates = crate::run::fingerprint::measured_crates(&root).unwrap();
         for c in [
             "workbench/zap",
             "workbench/probe",
@@ -248,7 +196,7 @@ mod tests {
         }
         let path = root.join("experiments/throughput.toml");
         let spec = Spec::load(&path).unwrap();
-        let paths = measured_paths(&root, &path, &spec, Scale::Quick).unwrap();
+        let paths = Inputs::of(&root, &path, &spec, Scale::Quick).unwrap().paths();
         for p in ["Cargo.lock", ".cargo/config.toml", "experiments/throughput.toml", "scripts/chdb_engine.py"] {
             assert!(paths.contains(&p.to_string()), "{p} missing from {paths:?}");
         }

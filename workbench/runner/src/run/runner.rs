@@ -15,7 +15,7 @@
 use crate::data::dataset::{self, Record};
 use crate::data::manifest::{self, Manifest};
 use crate::run::build;
-use crate::run::fingerprint::{self, Sources};
+use crate::run::fingerprint::{self, Inputs, Sources};
 use crate::run::identity;
 use crate::spec::variants;
 use crate::spec::{Scale, Spec, Target};
@@ -191,12 +191,12 @@ fn fnv64(data: &[u8]) -> u64 {
 /// Where an unfinished run of `spec` keeps its finished cells: the same
 /// spec, scale and measured code map to the same directory, so starting the
 /// run again resumes it.
-pub fn staging_dir(opts: &Options, spec: &Spec) -> Result<PathBuf> {
+pub fn staging_dir(opts: &Options, spec: &Spec, inputs: &Inputs) -> Result<PathBuf> {
     // What the measured processes are built from: the git objects of the
-    // measured crates and the lock file. A commit that leaves them alone
+    // measured crates and the build files. A commit that leaves them alone
     // (docs, tables, the CLI) keeps an interrupted run resumable.
-    let mut measured = crate::run::provenance::measured_crates(&opts.root)?;
-    measured.push("Cargo.lock".into());
+    let mut measured = inputs.crates.clone();
+    measured.extend(fingerprint::BUILD_FILES.map(String::from));
     let objects: Vec<String> = measured.iter().map(|p| manifest::git_object(&opts.root, p)).collect();
     let key = fnv64(format!("{}|{}|{}", serde_json::to_string(spec)?, opts.scale, objects.join(",")).as_bytes());
     Ok(opts.data.join(spec.dataset()).join(format!(".tmp-{}-{key:016x}", opts.scale)))
@@ -343,17 +343,20 @@ pub(crate) fn prepare(opts: &Options, spec_path: &Path, spec: &Spec) -> Result<(
     let start = Instant::now();
     let cells = plan(spec, opts.scale)?;
     let (rev, _) = manifest::git_state(&opts.root);
+    // What the run depends on, once: the dirty refusal, the staging key,
+    // the stored diff and the fingerprint all read it.
+    let inputs = Inputs::of(&opts.root, spec_path, spec, opts.scale)?;
     // Dirty means a file this run measures differs from HEAD; nothing else.
-    let dirty =
-        !crate::run::provenance::check_clean(&opts.root, opts.allow_dirty, spec_path, spec, opts.scale)?.is_empty();
+    let dirty = !crate::run::provenance::check_clean(&opts.root, opts.allow_dirty, spec_path, &inputs)?.is_empty();
+    let staging = staging_dir(opts, spec, &inputs)?;
     let before = Before {
         start,
         load: crate::run::provenance::load_average(),
         ticks: crate::run::provenance::cpu_ticks(),
         rev,
         dirty,
+        inputs,
     };
-    let staging = staging_dir(opts, spec)?;
     if opts.fresh && staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
     }
@@ -364,6 +367,84 @@ pub(crate) fn prepare(opts: &Options, spec_path: &Path, spec: &Spec) -> Result<(
     Ok((cells, staging, before))
 }
 
+/// The cells a run carries over from an earlier run instead of measuring
+/// them (`run --stale` on a count-only dataset whose other builds are
+/// unchanged), kept in the staging directory until the manifest names them:
+/// cell → the revision it was measured at.
+const CARRIED: &str = "carried.json";
+
+/// Puts the cells `carry` of the finished run in `old` into `spec`'s
+/// staging directory as finished cells, so that the run measures only the
+/// others: their records (`rows`, the old run's records read back by the
+/// caller as objects of their non-null fields, in order), traces and logs,
+/// and each cell's time. Exact counts do not depend on when or where a cell
+/// ran, so only a dataset that is not [`machine_bound`] (its every cell an
+/// exact count) may carry cells; any other is refused. The number of cells
+/// carried.
+pub fn carry(
+    opts: &Options,
+    spec: &Spec,
+    old: &Path,
+    carry: &[String],
+    rows: &[serde_json::Map<String, serde_json::Value>],
+) -> Result<usize> {
+    if machine_bound(spec, opts.scale) {
+        bail!(
+            "{}: its builds ({}) are timed or sample memory; such a dataset is measured whole, never carried",
+            spec.dataset(),
+            spec.variants_at(opts.scale).join(", ")
+        );
+    }
+    let m = dataset::load_run_manifest(old)?;
+    let cells = plan(spec, opts.scale)?;
+    let spec_path = opts.root.join(&m.spec_path);
+    let staging = staging_dir(opts, spec, &Inputs::of(&opts.root, &spec_path, spec, opts.scale)?)?;
+    for sub in ["cells", "traces", "logs"] {
+        let d = staging.join(sub);
+        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let carried_path = staging.join(CARRIED);
+    let mut carried: BTreeMap<String, String> = match std::fs::read_to_string(&carried_path) {
+        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}", carried_path.display()))?,
+        Err(_) => BTreeMap::new(),
+    };
+    let mut decoded = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let line = serde_json::to_string(row)?;
+        decoded.push(
+            Record::decode(spec.experiment, &line)
+                .with_context(|| format!("{}: row {} does not read back as a record", old.display(), i + 1))?,
+        );
+    }
+    let mut n = 0;
+    for p in cells.iter().filter(|p| carry.contains(&p.id)) {
+        if !m.cells.contains(&p.id) {
+            bail!("{}: cell {} is not in the run it would be carried from", old.display(), p.id);
+        }
+        let records: Vec<Record> = decoded.iter().filter(|r| r.cell == p.fields).cloned().collect();
+        if records.is_empty() {
+            bail!("{}: no records of cell {} to carry", old.display(), p.id);
+        }
+        for sub in ["traces", "logs"] {
+            let Ok(entries) = std::fs::read_dir(old.join(sub)) else { continue };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&format!("{}.", p.id)) {
+                    let to = staging.join(sub).join(&name);
+                    std::fs::copy(e.path(), &to).with_context(|| format!("copying {}", e.path().display()))?;
+                }
+            }
+        }
+        let meta = CellMeta { seconds: m.cell_seconds.get(&p.id).copied().unwrap_or(0.0), node: None, records: None };
+        write_cell(&staging, &p.id, &records, &meta)?;
+        let at = m.carried.get(&p.id).cloned().unwrap_or_else(|| m.git_revision.clone());
+        carried.insert(p.id.clone(), at);
+        n += 1;
+    }
+    dataset::write_atomic(&carried_path, serde_json::to_string_pretty(&carried)?.as_bytes())?;
+    Ok(n)
+}
+
 /// What a run records of the moment it started.
 pub(crate) struct Before {
     pub start: Instant,
@@ -372,6 +453,8 @@ pub(crate) struct Before {
     pub ticks: BTreeMap<u32, (u64, String)>,
     pub rev: String,
     pub dirty: bool,
+    /// What the run depends on ([`Inputs`]), computed once.
+    pub inputs: Inputs,
 }
 
 /// What the runner keeps beside a finished cell's records: its wall time
@@ -623,7 +706,7 @@ pub(crate) fn assemble(
     built: Option<Built>,
     local: bool,
 ) -> Result<Outcome> {
-    let Before { start, load: load_before, ticks: ticks_before, rev, dirty } = before;
+    let Before { start, load: load_before, ticks: ticks_before, rev, dirty, inputs } = before;
     let exp_dir = opts.data.join(spec.dataset());
     let mut sink = (opts.records)();
     let mut n_records = 0;
@@ -666,10 +749,7 @@ pub(crate) fn assemble(
     };
     let load_after = crate::run::provenance::load_average();
     let dirty_diff = if dirty {
-        let changed = crate::run::provenance::changed_among(
-            &opts.root,
-            &crate::run::provenance::measured_paths(&opts.root, spec_path, spec, opts.scale)?,
-        );
+        let changed = crate::run::provenance::changed_among(&opts.root, &inputs.paths());
         let diff = crate::run::provenance::diff_of(&opts.root, &changed)?;
         dataset::write_atomic(&staging.join("dirty.diff"), diff.as_bytes())?;
         Some("dirty.diff".to_string())
@@ -686,9 +766,13 @@ pub(crate) fn assemble(
         },
         identities: BTreeMap::new(),
     });
+    let carried: BTreeMap<String, String> = match std::fs::read_to_string(staging.join(CARRIED)) {
+        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}", staging.join(CARRIED).display()))?,
+        Err(_) => BTreeMap::new(),
+    };
     let rustc = manifest::rustc_version(&opts.root);
     let at = (!dirty).then_some(rev.as_str());
-    let fingerprint = fingerprint::compute(&opts.root, &sources, spec, opts.scale, &rustc, at)
+    let fingerprint = fingerprint::compute(&opts.root, &inputs, &sources, spec, opts.scale, &rustc, at)
         .context("fingerprinting the run's inputs")?;
     let m = Manifest {
         // The dataset's name: two studies of one subject experiment stay apart.
@@ -731,9 +815,11 @@ pub(crate) fn assemble(
         fingerprint: Some(fingerprint),
         binaries: identities,
         certified: Vec::new(),
+        carried,
     };
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();
+    std::fs::remove_file(staging.join(CARRIED)).ok();
     let dir = exp_dir.join(&run_id);
     dataset::publish(staging, &dir)?;
     Ok(Outcome { dir, cells: cells.len(), resumed, records: n_records, seconds: start.elapsed().as_secs_f64() })

@@ -216,7 +216,8 @@ pub fn run(
 ) -> Result<Done> {
     if s.dry_run {
         // Writes nothing: not even the staging directory.
-        let (cells, staging) = (runner::plan(spec, opts.scale)?, runner::staging_dir(opts, spec)?);
+        let inputs = crate::run::fingerprint::Inputs::of(&opts.root, spec_path, spec, opts.scale)?;
+        let (cells, staging) = (runner::plan(spec, opts.scale)?, runner::staging_dir(opts, spec, &inputs)?);
         let pending: Vec<&Planned> = cells.iter().filter(|p| !runner::cell_done(&staging, &p.id)).collect();
         println!("# {}: {} cells, {} to submit", spec.dataset(), cells.len(), pending.len());
         let node = exclusive(spec, opts).then_some("<one node of the partition, chosen at submission>");
@@ -391,7 +392,7 @@ pub fn task(staging: &Path, index: usize) -> Result<()> {
 /// `workbench collect`: publishes a `--no-wait` submission once every cell
 /// has its records; otherwise says what is still queued or missing.
 pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<Outcome> {
-    let (cells, staging, _) = runner::prepare(opts, spec_path, spec)?;
+    let (cells, staging, prepared) = runner::prepare(opts, spec_path, spec)?;
     let sub = read_submission(&staging)?.with_context(|| {
         format!(
             "{} at {} scale: nothing submitted (no {}); run `workbench run {} --slurm` first",
@@ -430,6 +431,7 @@ pub fn collect(opts: &runner::Options, spec_path: &Path, spec: &Spec) -> Result<
         ticks: BTreeMap::new(),
         rev: sub.rev,
         dirty: sub.dirty,
+        inputs: prepared.inputs,
     };
     drop_binaries(&staging)?;
     runner::assemble(opts, spec_path, spec, &cells, &staging, sub.resumed, before, None, false)
