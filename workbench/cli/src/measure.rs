@@ -45,6 +45,8 @@ pub(crate) fn run(root: &Path, data: &Path, args: RunArgs) -> Result<()> {
             for (path, spec) in &chosen {
                 check_clean(root, allow_dirty, path, spec, scale)?;
             }
+            // A certification is written by this binary: it must be this tree's.
+            analysis::run::provenance::check_self(root)?;
         }
         (chosen, carries) = stale_choice(&opts, chosen, &mut bins, &mut lock, plan)?;
         if chosen.is_empty() || no_measure {
