@@ -141,3 +141,21 @@ pub fn raise_fd_limit() -> u64 {
 /// p99 while chains run, and an idle server's CPU time, with it and
 /// without.
 pub const IDLE_SPIN: Duration = Duration::from_micros(100);
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    /// The defaults keep the relations their reasons state.
+    #[test]
+    fn the_defaults_keep_their_stated_relations() {
+        let c = Config::default();
+        assert!(c.conn_answer_budget >= c.max_frame, "any one answer fits a connection's budget");
+        assert_eq!(c.conn_answer_budget * 4, c.answer_budget, "a connection holds a quarter of the server's answers");
+        assert!(c.max_query_memory * 2 <= c.max_server_memory, "two of the largest queries at once");
+        assert!(
+            c.max_connections > 10_000 && c.max_connections < 20_000,
+            "the papers' 10,000, below the open-files limit"
+        );
+    }
+}
