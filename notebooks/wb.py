@@ -1,8 +1,9 @@
 """Reading data/ through its documented layout (see workbench/runner/src/lib.rs).
 
 data/<experiment>/<scale>-<YYYYmmddTHHMMSSZ>/ holds records.parquet,
-manifest.json and traces/*.dhat.json; run ids sort by time, so the latest run
-is the last name. Generated tables are paper/generated/[full/]<experiment>.json
+manifest.json and its traces as one traces.tar.zst (`traces` unpacks it into
+traces/, which git ignores); run ids sort by time, so the latest run is the
+last name. Generated tables are paper/generated/[full/]<experiment>.json
 (and .md, .tex: the same values rendered).
 
 A dataset's columns are typed by `columns.py`, generated from the record
@@ -33,6 +34,39 @@ def latest(experiment: str, scale: str = "quick", run: str | None = None) -> pat
     if not runs:
         raise FileNotFoundError(f"no {scale} run of {experiment} under {base}")
     return runs[-1]
+
+
+def traces(run: pathlib.Path) -> pathlib.Path:
+    """The run's traces/ directory (plain JSON), unpacked from its
+    traces.tar.zst on first use, as the workbench's own readers do
+    (`workbench unpack`); a run measured before the archive has it already."""
+    d = run / "traces"
+    archive = run / "traces.tar.zst"
+    if d.is_dir() or not archive.is_file():
+        return d
+    import shutil
+    import tarfile
+    import tempfile
+
+    import zstandard
+
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=".traces-", dir=run))
+    try:
+        with archive.open("rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as z:
+            with tarfile.open(fileobj=z, mode="r|") as tar:
+                for member in tar:
+                    name = member.name.removeprefix("traces/")
+                    if not member.isfile() or not name or "/" in name or name in (".", ".."):
+                        raise ValueError(f"{archive}: entry {member.name!r} is not a file under traces/")
+                    (tmp / name).write_bytes(tar.extractfile(member).read())
+        try:
+            tmp.rename(d)
+        except OSError:
+            if not d.is_dir():  # another reader put it there first, else a real failure
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d
 
 
 def columns_of(run: pathlib.Path) -> type:

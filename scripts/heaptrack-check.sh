@@ -26,7 +26,8 @@ cell='{"codec":"json-rpc","experiment":"heap-growth","messages":50000,"payload":
 heaptrack -o "$out/codec" "$root/target/release/subject" --cell "$cell" >/dev/null 2>"$out/codec.log"
 # heaptrack compresses with zstd where it can, else gzip.
 heaptrack_print -f "$(ls "$out"/codec.* | grep -v '\.log$' | head -1)" 2>/dev/null | grep -E "^(calls to allocation|peak heap)" | sed 's/^/  heaptrack: /'
-"$wb" trace timeline "$out"/data/heap-growth/quick-*/traces/json-rpc-p0-events-r0.events.json.gz | sed -n '2,4p' | sed 's/^/  events:    /'
+"$wb" unpack "$out"/data/heap-growth/quick-* "$out"/data/server-heap-growth/quick-* >/dev/null
+"$wb" trace timeline "$out"/data/heap-growth/quick-*/traces/json-rpc-p0-events-r0.events.json | sed -n '2,4p' | sed 's/^/  events:    /'
 
 echo "== server cell: server-heap-growth, the query mix, 300 queries"
 # The plain server under heaptrack's preload library, exec'd so that the
@@ -44,4 +45,4 @@ cell='{"experiment":"server-heap-growth","seed":42,"params":{"workloads":["mix"]
 WORKBENCH_SERVER_BIN="$out/server.sh" "$root/target/release/datastore-load" --cell "$cell" >/dev/null 2>"$out/server.log"
 sleep 1
 heaptrack_print -f "$out"/server.*.gz 2>/dev/null | grep -E "^(calls to allocation|peak heap)" | sed 's/^/  heaptrack: /'
-"$wb" trace timeline "$out"/data/server-heap-growth/quick-*/traces/*-events-r0-mix.events.json.gz | sed -n '2,4p' | sed 's/^/  events:    /'
+"$wb" trace timeline "$out"/data/server-heap-growth/quick-*/traces/*-events-r0-mix.events.json | sed -n '2,4p' | sed 's/^/  events:    /'

@@ -133,7 +133,10 @@ def check_pprof(tmp: pathlib.Path) -> None:
     go = shutil.which("go")
     if go is None:
         fail("`go` not found (Debian's golang-go, installed by scripts/setup.sh)")
-    traces = sorted((ROOT / "data" / "alloc-profile").glob("quick-*/traces/json-rpc-p64-dhat*.json"))
+    runs = sorted((ROOT / "data" / "alloc-profile").glob("quick-*"))
+    if runs:  # a run's traces are one archive until unpacked
+        subprocess.run([BIN / "workbench", "unpack", runs[-1]], check=True, stdout=subprocess.DEVNULL)
+    traces = sorted(runs[-1].glob("traces/json-rpc-p64-dhat*.json")) if runs else []
     if not traces:
         fail("no committed json-rpc trace under data/alloc-profile/quick-*/traces")
     out = tmp / "trace.pb.gz"

@@ -84,6 +84,22 @@ enum Cmd {
     /// Bring a pruned run (`<experiment>/<run id>`, as data/PRUNED.tsv lists
     /// it) back under data/ from the last commit that held it.
     Restore { run: String },
+    /// Pack the traces of runs measured before traces were archived into
+    /// each run's traces.tar.zst, newest run first; commit the change.
+    Pack {
+        /// Pack at most this many MB of trace files (a submission's diff is bounded).
+        #[arg(long)]
+        max_mb: Option<u64>,
+        /// List what would be packed; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Unpack runs' traces (plain JSON, as DHAT's viewer loads them) into
+    /// each run's traces/ directory, which git ignores; prints the directories.
+    Unpack {
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+    },
     /// Publish the datasets of `run --slurm --no-wait` once their jobs are done.
     Collect(CollectArgs),
     /// One Slurm task of a submission (what its sbatch script runs).
@@ -421,6 +437,28 @@ fn main() -> Result<()> {
         Cmd::Restore { run } => {
             let dir = analysis::data::prune::restore(&root, &data, &run)?;
             println!("restored {}", dir.display());
+        }
+        Cmd::Pack { max_mb, dry_run } => {
+            let done = analysis::data::traces::pack_all(&data, max_mb.map(|m| m * 1_000_000), dry_run)?;
+            for p in &done {
+                println!("{} {}", if dry_run { "would pack" } else { "packed" }, p.run.display());
+            }
+            let bytes: u64 = done.iter().map(|p| p.bytes).sum();
+            println!(
+                "{} runs, {} of trace files{}",
+                done.len(),
+                analysis::fmt::bytes(bytes as f64),
+                if dry_run { "" } else { " now in their runs' traces.tar.zst (commit the change)" }
+            );
+        }
+        Cmd::Unpack { runs } => {
+            for run in runs {
+                let dir = analysis::data::traces::unpacked(&run)?;
+                if !dir.is_dir() {
+                    bail!("{}: no traces (neither traces/ nor traces.tar.zst)", run.display());
+                }
+                println!("{}", dir.display());
+            }
         }
         Cmd::Identity { binaries, stamp } => identity(&binaries, stamp.as_deref())?,
         Cmd::SlurmTask { staging, index } => slurm::task(&staging, index)?,

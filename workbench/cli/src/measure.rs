@@ -203,17 +203,12 @@ fn stale_choice(
 pub(crate) fn identity(bins: &[PathBuf], stamp: Option<&str>) -> Result<()> {
     use analysis::run::identity;
     for b in bins {
+        // A binary that does not run (another machine's) has no stamp to mask.
         let stamp = match stamp {
-            Some(s) => s.to_string(),
-            None => std::process::Command::new(b)
-                .arg("--revision")
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .unwrap_or_default(),
+            Some(s) => identity::is_stamp(s).then(|| s.to_string()),
+            None => identity::stamp_of(b).ok().flatten(),
         };
-        let stamps: Vec<&[u8]> = identity::is_stamp(&stamp).then_some(stamp.as_bytes()).into_iter().collect();
+        let stamps: Vec<&[u8]> = stamp.iter().map(|s| s.as_bytes()).collect();
         println!("{}  {}", identity::identity(b, &stamps)?, b.display());
     }
     Ok(())

@@ -19,6 +19,9 @@ pub(crate) fn review(cmd: TraceCmd) -> Result<()> {
             let (files, events) = if path.is_file() && is_events(&path) {
                 (Vec::new(), vec![path.clone()])
             } else {
+                if path.is_dir() {
+                    analysis::data::traces::unpacked(&path)?;
+                }
                 let events = if path.is_dir() { trace::events::files_in(&path)? } else { Vec::new() };
                 (trace::traces_in(&path)?, events)
             };

@@ -64,7 +64,9 @@ fn tiny_suite_end_to_end() {
     assert!(m.git_revision.len() >= 7 && m.rustc.starts_with("rustc") && m.cores >= 1);
     assert!(!m.cpu_model.is_empty() && !m.kernel.is_empty() && m.date.ends_with('Z'));
     assert_eq!(m.features["dhat"], ["dhat"]);
-    assert!(first.dir.join("traces/zap-p64-dhat-r0.dhat.json").exists());
+    // The traces, one archive as the tree keeps them; a reader unpacks them (plain JSON).
+    assert!(first.dir.join("traces.tar.zst").is_file() && !first.dir.join("traces").exists());
+    assert!(analysis::data::traces::unpacked(&first.dir).unwrap().join("zap-p64-dhat-r0.dhat.json").exists());
 
     // ZAP allocates nothing; JSON-RPC allocates on every message; jemalloc has no counts.
     let zap = allocs_of(&first.dir, "zap", "dhat");
@@ -134,7 +136,8 @@ fn tiny_suite_end_to_end() {
     assert_eq!(m3.carried.keys().collect::<Vec<_>>(), [&pb_cell]);
     assert_eq!(m3.carried[&pb_cell], m1.git_revision);
     assert_eq!(m3.cell_seconds[&pb_cell], m1.cell_seconds[&pb_cell], "the carried cell's time is its own");
-    assert!(t3.dir.join(format!("traces/{pb_cell}.dhat.json")).exists(), "its trace comes along");
+    let t3_traces = analysis::data::traces::unpacked(&t3.dir).unwrap();
+    assert!(t3_traces.join(format!("{pb_cell}.dhat.json")).exists(), "its trace comes along");
     assert_eq!(allocs_of(&t3.dir, "protobuf-tcp", "dhat"), pb);
     assert_eq!(allocs_of(&t3.dir, "zap-tcp", "dhat"), allocs_of(&t1.dir, "zap-tcp", "dhat"));
     // A dataset with a timed or memory-sampling build is never carried.
@@ -191,12 +194,14 @@ fn tiny_suite_end_to_end() {
     std::fs::write(staging.join("cells").join(format!("{}.jsonl", cells[1].id)), &cut[..cut.len() / 2]).unwrap();
     let heap_run = runner::run_spec(&opts, hp, &heap, &mut bins, &multi).unwrap();
     assert_eq!((heap_run.cells, heap_run.resumed), (6, 1));
-    // The events build's file: compressed, every operation on its axis, and
+    // The events build's file: in the run's archive (gzipped while the run
+    // was staged, plain once unpacked), every operation on its axis, and
     // its per-operation counts equal to the dhat build's.
+    analysis::data::traces::unpacked(&heap_run.dir).unwrap();
     let events = analysis::inspect::trace::events::files_in(&heap_run.dir).unwrap();
     assert_eq!(events.len(), 2, "{events:?}");
     let json = events.iter().find(|p| p.to_string_lossy().contains("json-rpc-p0-events")).unwrap();
-    assert!(json.to_string_lossy().ends_with(".events.json.gz"));
+    assert!(json.to_string_lossy().ends_with(".events.json"));
     let e = analysis::inspect::trace::events::Events::load(json).unwrap();
     assert_eq!(e.operations(), 300);
     assert!(e.runs() <= 4, "a steady loop is a few runs: {}", e.runs());

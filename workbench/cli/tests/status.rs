@@ -59,6 +59,16 @@ fn plant_with(wt: &Path, data: &Path, dataset: &str, fp: Option<&fingerprint::Fi
     std::fs::copy(committed.join("records.parquet"), run.join("records.parquet")).unwrap();
 }
 
+/// `workbench status --check` over `data` in the tree `wt`: (passed, stdout, stderr).
+fn status_check(wt: &Path, data: &Path) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
 fn verdict(wt: &Path, data: &Path, dataset: &str) -> Freshness {
     let all = fingerprint::survey(wt, data, &[Scale::Quick]).unwrap();
     let e = all.into_iter().find(|e| e.dataset == dataset).unwrap();
@@ -123,13 +133,9 @@ fn status_follows_exactly_the_measured_inputs() {
     assert!(!caption("throughput").contains("STALE"), "{}", caption("throughput"));
     assert!(caption("transport-alloc").starts_with("STALE: "), "a run without a fingerprint is stale to a reader");
     // `status --check` fails, naming it.
-    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
-        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("heap-growth (quick: stale"), "{stderr}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("stale"));
+    let (ok, stdout, stderr) = status_check(&wt, &data);
+    assert!(!ok && stderr.contains("heap-growth (quick: stale"), "{stderr}");
+    assert!(stdout.contains("stale"));
     // With its binaries' identities on record, a source edit is only a
     // question for `run --stale` (build and compare), not a verdict.
     plant_with(&wt, &data, "heap-growth", Some(&codec_fp), true);
@@ -137,12 +143,8 @@ fn status_follows_exactly_the_measured_inputs() {
         verdict(&wt, &data, "heap-growth"),
         Freshness::Sources(vec![(format!("src:{json}"), "uncommitted".into())])
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
-        .args(["--root", wt.to_str().unwrap(), "--data", data.to_str().unwrap(), "status", "--check"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("heap-growth (quick: sources"), "{stderr}");
+    let (ok, _, stderr) = status_check(&wt, &data);
+    assert!(!ok && stderr.contains("heap-growth (quick: sources"), "{stderr}");
     plant(&wt, &data, "heap-growth", Some(&codec_fp));
     // An input that cannot be computed here is unknown, naming it and why,
     // never a change: cargo metadata fails with a cargo home that has no

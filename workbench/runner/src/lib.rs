@@ -13,7 +13,9 @@
 //!     records.parquet     one row per record, with the cell's axes (codec, payload), variant, rep
 //!     manifest.json       git revision and dirty flag, rustc, profile, features, allocators,
 //!                         CPU model, cores, kernel, date, command line, spec, cells
-//!     traces/<cell>.dhat.json   dhat trace of each dhat cell (open with dh_view.html)
+//!     traces.tar.zst      every cell's trace (dhat's `<cell>.dhat.json`, events files, sampled
+//!                         profiles), one zstd stream; unpacked on first read into traces/,
+//!                         which git ignores (`data::traces`; open a dhat trace with dh_view.html)
 //! data/<experiment>/.tmp-<scale>-<key>/           an unfinished run: cells/<cell>.jsonl are kept
 //!                                                 and reused when the same run is started again
 //! ```

@@ -105,7 +105,8 @@ pub fn write(site: &Pages, d: &Dataset<'_>) -> Result<Written> {
 
     // Traces: a page each.
     let mut trace_rows = Vec::new();
-    if run_dir.join("traces").is_dir() {
+    // Unpacked from the run's archive here, for every page below that reads them.
+    if analysis::data::traces::unpacked(run_dir)?.is_dir() {
         for path in ::trace::traces_in(run_dir)? {
             let t = traces::write(site, &dir, &path)?;
             trace_rows.push((

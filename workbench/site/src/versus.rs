@@ -118,7 +118,7 @@ fn kind_pairs(run_dir: &Path) -> Result<Vec<Pair>> {
 /// the dataset's page, link text).
 pub fn write(site: &Pages, dataset_dir: &str, run_dir: &Path) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    if !run_dir.join("traces").is_dir() {
+    if !analysis::data::traces::unpacked(run_dir)?.is_dir() {
         return Ok(out);
     }
     for p in idiom_pairs(run_dir)?.into_iter().chain(kind_pairs(run_dir)?) {

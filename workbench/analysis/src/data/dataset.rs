@@ -280,6 +280,12 @@ impl Run {
         Run { dir, manifest, records, columns: Default::default() }
     }
 
+    /// The run's traces directory, unpacked from its archive on first use
+    /// ([`runner::data::traces`]).
+    pub fn traces(&self) -> Result<PathBuf> {
+        Ok(runner::data::traces::unpacked(&self.dir)?)
+    }
+
     fn columns(&self) -> Result<&Columns> {
         if let Some(c) = self.columns.get() {
             return Ok(c);

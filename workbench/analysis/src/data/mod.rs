@@ -9,9 +9,9 @@
 //! - [`rows`]: a dataset's rows read back into the `records` crate's types.
 //! - [`columns`]: every dataset's columns as a typed Python module for the
 //!   notebooks, generated from the record types.
-//! - [`manifest`], [`host`]: the runner's.
+//! - [`manifest`], [`host`], [`prune`], [`traces`]: the runner's.
 
-pub use runner::data::{host, manifest, prune};
+pub use runner::data::{host, manifest, prune, traces};
 
 pub mod columns;
 pub mod dataset;

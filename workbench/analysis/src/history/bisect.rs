@@ -197,7 +197,8 @@ pub fn run(m: &Measure<'_>, data: &Path, q: &Query<'_>, say: &dyn Fn(String)) ->
     let (new, new_dir) = measure(&commit)?;
     let before_dir = if i == 0 { good_dir } else { measure(&before)?.1 };
     let file = format!("{}.dhat.json", cell.id);
-    let (ta, tb) = (before_dir.join("traces").join(&file), new_dir.join("traces").join(&file));
+    use crate::data::traces::unpacked;
+    let (ta, tb) = (unpacked(&before_dir)?.join(&file), unpacked(&new_dir)?.join(&file));
     let (sites, flame) = match (Trace::load(&ta), Trace::load(&tb)) {
         (Ok(a), Ok(b)) => {
             // The differential flame graph beside the new commit's trace; a

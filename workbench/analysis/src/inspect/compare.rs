@@ -233,7 +233,7 @@ pub fn compare(a: &Run, b: &Run, alpha: f64) -> Result<Comparison> {
             continue;
         }
         let file = format!("{}.dhat.json", row.trace);
-        let (pa, pb) = (a.dir.join("traces").join(&file), b.dir.join("traces").join(&file));
+        let (pa, pb) = (a.traces()?.join(&file), b.traces()?.join(&file));
         if !(pa.exists() && pb.exists()) {
             continue;
         }

@@ -225,13 +225,14 @@ type PerOp = (f64, f64, f64);
 /// traces (repetition 0) cover; largest per-byte cost first.
 pub fn site_laws(run_dir: &Path, codecs: &[String], payloads: &[usize]) -> Result<Vec<(String, Vec<SiteLaw>)>> {
     let mut out = Vec::new();
+    let traces = crate::data::traces::unpacked(run_dir)?;
     for codec in codecs {
         // Per site key: a site to name it, and its points.
         let mut points: BTreeMap<String, (trace::Site, Vec<PerOp>)> = BTreeMap::new();
         let mut covered = Vec::new();
         for &p in payloads {
             let cell = registry::CellId::subject(codec, p as u64, "dhat", 0);
-            let path = run_dir.join("traces").join(cell.trace_file("dhat.json"));
+            let path = traces.join(cell.trace_file("dhat.json"));
             if !path.is_file() {
                 continue;
             }

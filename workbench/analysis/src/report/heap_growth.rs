@@ -129,9 +129,8 @@ pub fn heap_growth(run: &Run, name: &'static str) -> Result<Table> {
 /// ([`events::verdict`]), or a dash when the run has no events file.
 fn live_after_warmup(dir: &Path, codec: &str, payload: usize) -> Result<String> {
     let stem = registry::CellId::subject(codec, payload as u64, "events", 0).trace_file("events.json");
-    let Some(path) =
-        [stem.clone(), format!("{stem}.gz")].iter().map(|n| dir.join("traces").join(n)).find(|p| p.is_file())
-    else {
+    let traces = crate::data::traces::unpacked(dir)?;
+    let Some(path) = [stem.clone(), format!("{stem}.gz")].iter().map(|n| traces.join(n)).find(|p| p.is_file()) else {
         return Ok(tables::dash());
     };
     let e = events::Events::load(&path)?;

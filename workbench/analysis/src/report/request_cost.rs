@@ -207,7 +207,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
 /// another stack.
 fn net_sites(dir: &Path, cell: &str, clients: usize, kind: &str) -> Result<Option<BTreeMap<String, (i128, i128)>>> {
     let load = |k: &str| -> Result<Option<BTreeMap<String, (i128, i128)>>> {
-        let path = dir.join("traces").join(format!("{cell}-{}.dhat.json", kind_part(clients, k)));
+        let path = crate::data::traces::unpacked(dir)?.join(format!("{cell}-{}.dhat.json", kind_part(clients, k)));
         if !path.exists() {
             return Ok(None);
         }

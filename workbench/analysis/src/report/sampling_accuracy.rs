@@ -215,7 +215,7 @@ fn top10(truth: &Sites, est: &Sites) -> f64 {
 
 /// Every sampled profile of a run against its cell's exact trace.
 pub fn compare(run: &Run) -> Result<Vec<Profile>> {
-    let dir = run.dir.join("traces");
+    let dir = run.traces()?;
     let load = |name: &str| -> Result<(Sites, Option<Sites>)> {
         let path = dir.join(name);
         Ok(sites(&Trace::load(&path).with_context(|| format!("the sampling-accuracy profile {}", path.display()))?))

@@ -133,6 +133,7 @@ fn figure(dir: &Path, run: &Run) -> Result<Vec<PathBuf>> {
     // The events build's timeline of the query mix: live bytes site by
     // site over the call index (the GROUP BY's working set and the answer
     // buffers as what they are).
+    run.traces()?;
     let mix = ::trace::events::files_in(&run.dir)?.into_iter().find(|p| {
         let n = p.to_string_lossy();
         n.ends_with("-mix.events.json") || n.ends_with("-mix.events.json.gz")

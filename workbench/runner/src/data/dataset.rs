@@ -123,12 +123,19 @@ pub const FULL_SUITE_BYTES: u64 = 25_000_000;
 
 /// Bytes the files under `dir` take as git stores them: each file
 /// zlib-compressed at zlib's default level, as git compresses a blob
-/// (Parquet and gzip files hardly shrink; a dhat trace's JSON ~10×).
+/// (Parquet and gzip files hardly shrink; a dhat trace's JSON ~10×). A
+/// run's traces unpacked beside their archive are not stored: git ignores
+/// them ([`crate::data::traces`]).
 pub fn stored_bytes(dir: &Path) -> Result<u64> {
+    use crate::data::traces;
     use std::io::Write;
     let mut total = 0;
+    let archived = dir.join(traces::ARCHIVE).is_file();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
+        if archived && path.file_name().is_some_and(|n| n == traces::DIR) {
+            continue;
+        }
         if path.is_dir() {
             total += stored_bytes(&path)?;
             continue;
@@ -148,10 +155,9 @@ mod tests {
     #[test]
     fn a_dataset_is_sized_as_git_stores_it() {
         let dir = std::env::temp_dir().join(format!("wb-stored-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("traces")).unwrap();
-        // 100 KB of one repeated line compresses to a few hundred bytes; 4 KB
-        // of noise does not compress.
-        std::fs::write(dir.join("traces/t.dhat.json"), "{\"pps\": []}\n".repeat(8_000)).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        // 4 KB of noise does not compress; 100 KB of one repeated line
+        // compresses to a few hundred bytes.
         let mut x: u64 = 1;
         let noise: Vec<u8> = (0..4096)
             .map(|_| {
@@ -160,8 +166,18 @@ mod tests {
             })
             .collect();
         std::fs::write(dir.join("records.parquet"), &noise).unwrap();
+        let records = stored_bytes(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        std::fs::write(dir.join("traces/t.dhat.json"), "{\"pps\": []}\n".repeat(8_000)).unwrap();
         let n = stored_bytes(&dir).unwrap();
+        assert!((4096..4200).contains(&records) && (records + 50..records + 1000).contains(&n), "{records} {n}");
+        // Packed, then unpacked for a reader: the archive counts, the
+        // directory beside it (which git ignores) does not.
+        let archive = crate::data::traces::pack(&dir).unwrap().unwrap();
+        assert!(crate::data::traces::unpacked(&dir).unwrap().join("t.dhat.json").is_file());
+        let packed = std::fs::metadata(&archive).unwrap().len();
+        let after = stored_bytes(&dir).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
-        assert!((4096..5000).contains(&n), "{n}");
+        assert!((records + packed..records + packed + 64).contains(&after), "{records} + {packed} ≠ {after}");
     }
 }

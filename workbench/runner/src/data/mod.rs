@@ -8,6 +8,7 @@
 //!   full, else quick), atomic writes and publishing a run whole.
 //! - [`manifest`]: what a run records about the machine and the build.
 //! - [`host`]: git state, rustc, CPU, kernel, dates.
+//! - [`traces`]: a run's traces as one archive, unpacked on first read.
 //! - [`prune`]: what the tree keeps of `data/` (the newest run per
 //!   experiment and scale, every cited run), pruning the rest and
 //!   restoring a pruned run from git history.
@@ -16,3 +17,4 @@ pub mod dataset;
 pub mod host;
 pub mod manifest;
 pub mod prune;
+pub mod traces;

@@ -106,6 +106,18 @@ pub fn listing(path: &Path, elf: &[u8], stamps: &[&[u8]]) -> Result<Vec<u8>, Ide
     Ok(out)
 }
 
+/// The revision stamp `bin` answers to `--revision`
+/// (`probe::cell::Invocation`), when it answers one ([`is_stamp`]): what
+/// [`identity`] masks in every binary of its build.
+pub fn stamp_of(bin: &Path) -> Result<Option<String>, IdentityError> {
+    let out = Command::new(bin)
+        .arg("--revision")
+        .output()
+        .map_err(|source| IdentityError::Read { path: bin.into(), source })?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok((out.status.success() && is_stamp(&s)).then_some(s))
+}
+
 /// Whether `s` is a revision stamp worth masking: 40 hex digits (a build
 /// outside git stamps `unknown`, which is left alone).
 pub fn is_stamp(s: &str) -> bool {

@@ -244,8 +244,8 @@ impl Binaries {
         let all: Vec<PathBuf> = target.binaries().iter().map(|b| copy.with_file_name(b)).collect();
         self.sources.insert(key.clone(), fingerprint::sources(root, &all));
         // The stamp the binary answers is masked out of every binary of the build.
-        let (_, stamp) = ask(&copy, "--revision")?;
-        let stamps: Vec<&[u8]> = identity::is_stamp(&stamp).then_some(stamp.as_bytes()).into_iter().collect();
+        let stamp = identity::stamp_of(&copy)?;
+        let stamps: Vec<&[u8]> = stamp.iter().map(|s| s.as_bytes()).collect();
         let mut ids = BTreeMap::new();
         for b in &all {
             let id = identity::identity(b, &stamps)?;
@@ -426,7 +426,8 @@ pub fn carry(
             bail!("{}: no records of cell {} to carry", old.display(), p.id);
         }
         for sub in ["traces", "logs"] {
-            let Ok(entries) = std::fs::read_dir(old.join(sub)) else { continue };
+            let from = if sub == "traces" { crate::data::traces::unpacked(old)? } else { old.join(sub) };
+            let Ok(entries) = std::fs::read_dir(from) else { continue };
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if name.starts_with(&format!("{}.", p.id)) {
@@ -689,7 +690,8 @@ fn run_cells(
 }
 
 /// Every cell is on disk: assembles the records and the manifest in the
-/// staging directory, then publishes it as the run's directory. `sources`:
+/// staging directory, packs its traces into one archive
+/// ([`crate::data::traces::pack`]), then publishes it as the run's directory. `sources`:
 /// what the binaries were compiled from, when this process built them
 /// (a resumed run whose cells were all done builds none: the fingerprint
 /// then says its sources are not known). `local`: the cells ran in this
@@ -820,6 +822,7 @@ pub(crate) fn assemble(
     dataset::write_atomic(&staging.join("manifest.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     std::fs::remove_dir_all(staging.join("cells")).ok();
     std::fs::remove_file(staging.join(CARRIED)).ok();
+    crate::data::traces::pack(staging)?;
     let dir = exp_dir.join(&run_id);
     dataset::publish(staging, &dir)?;
     Ok(Outcome { dir, cells: cells.len(), resumed, records: n_records, seconds: start.elapsed().as_secs_f64() })
