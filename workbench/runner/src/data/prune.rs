@@ -66,8 +66,9 @@ pub fn candidates(data: &Path, cited: &BTreeSet<String>) -> Result<Vec<PathBuf>>
     Ok(out)
 }
 
-/// Removes the [`candidates`] from the tree, oldest first, until `limit`
-/// bytes are removed (a session's submission is bounded), and lists each
+/// Removes the [`candidates`] from the tree, oldest first, as many as fit
+/// in `limit` bytes (a session's submission is bounded: a run too large for
+/// what is left is passed over for the smaller ones after it), and lists each
 /// in [`LEDGER`] with HEAD, the last commit that held it. Nothing is
 /// removed with `dry_run`.
 pub fn prune(root: &Path, data: &Path, limit: Option<u64>, dry_run: bool) -> Result<Vec<Pruned>> {
@@ -80,7 +81,7 @@ pub fn prune(root: &Path, data: &Path, limit: Option<u64>, dry_run: bool) -> Res
     for run in candidates(data, &cited)? {
         let bytes = dir_bytes(&run)?;
         if limit.is_some_and(|l| total + bytes > l) {
-            break;
+            continue;
         }
         total += bytes;
         let rel = run.strip_prefix(data).unwrap_or(&run).to_string_lossy().into_owned();
@@ -155,10 +156,17 @@ pub fn restore(root: &Path, data: &Path, run: &str) -> Result<PathBuf> {
     Ok(to)
 }
 
+/// The bytes of the files under `dir` that git holds: traces unpacked
+/// beside their archive are not ([`crate::data::traces`]).
 fn dir_bytes(dir: &Path) -> Result<u64> {
+    use crate::data::traces;
+    let archived = dir.join(traces::ARCHIVE).is_file();
     let mut n = 0;
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let e = e?;
+        if archived && e.file_name() == traces::DIR {
+            continue;
+        }
         let t = e.file_type()?;
         n += if t.is_dir() { dir_bytes(&e.path())? } else { e.metadata()?.len() };
     }
