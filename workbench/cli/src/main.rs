@@ -149,6 +149,20 @@ enum Cmd {
     /// changed, measuring ⌈log2 n⌉ commits; prints it with the allocation
     /// sites that differ.
     Bisect(BisectArgs),
+    /// What each commit of a range that touched a measured input ages of
+    /// the newest datasets, judged by the sources (as before binaries had
+    /// identities) and by the code that ran (each build compared at the
+    /// commit and its parent, in the history worktree): datasets, cells and
+    /// the seconds those cells took. Prints a Markdown table.
+    Aging {
+        /// A commit range (`A..B`).
+        commits: String,
+        #[arg(long, value_enum, default_value_t = Scale::Full)]
+        scale: Scale,
+        /// Judge at most this many commits, the newest of those that touched a measured input.
+        #[arg(long)]
+        last: Option<usize>,
+    },
     /// Review dhat allocation traces: top sites, diffs, trees, the viewer.
     Trace {
         #[command(subcommand)]
@@ -489,6 +503,7 @@ fn main() -> Result<()> {
         }
         Cmd::History(args) => history_cmd(&root, &data, args)?,
         Cmd::Bisect(args) => bisect(&root, &data, args)?,
+        Cmd::Aging { commits, scale, last } => aging(&root, &data, &commits, scale, last)?,
         Cmd::Compare(args) => compare_cmd(&data, args)?,
         Cmd::Gate { map, list } => gate_cmd(&root, map, list)?,
         Cmd::Bless { reason } => {

@@ -336,6 +336,26 @@ pub(crate) fn history_cmd(root: &Path, data: &Path, args: HistoryArgs) -> Result
     Ok(())
 }
 
+/// `workbench aging`: what each commit of a range ages, by sources and by binaries.
+pub(crate) fn aging(root: &Path, data: &Path, range: &str, scale: Scale, last: Option<usize>) -> Result<()> {
+    use analysis::history::aging;
+    let all = aging::datasets(data, scale)?;
+    // The commits that changed a file some dataset lists; the others age none.
+    let mut commits = aging::touching(root, &all, &history::commits(root, range)?)?;
+    if let Some(n) = last {
+        commits = commits.split_off(commits.len().saturating_sub(n));
+    }
+    if commits.is_empty() {
+        bail!("{range}: no commit changed a file the {scale} datasets list");
+    }
+    let _lock = analysis::run::provenance::MeasureLock::acquire(&format!("workbench aging {range}"))?;
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    eprintln!("aging at {scale} scale: {} datasets, {} commits of {range}", all.len(), commits.len());
+    let rows = aging::run(root, &all, &commits, &multi, &|s| analysis::run::runner::say(&multi, s))?;
+    print!("{}", aging::markdown(&rows));
+    Ok(())
+}
+
 /// `workbench bisect`: the first commit where an exact count of one cell changed.
 pub(crate) fn bisect(root: &Path, data: &Path, args: BisectArgs) -> Result<()> {
     let BisectArgs { spec, cell, metric, filters, good, bad, scale } = args;

@@ -24,7 +24,10 @@
 //! - this file: git, the worktree, measuring one commit, the history
 //!   command and its index.
 //! - [`bisect`]: the search, the value of one cell's metric, the command.
+//! - [`aging`]: what each commit of a range ages, judged by the sources
+//!   and by the code that ran (`workbench aging A..B`).
 
+pub mod aging;
 pub mod bisect;
 
 use crate::data::dataset;
