@@ -209,13 +209,14 @@ pub fn touching(root: &Path, all: &[Dataset], commits: &[Commit]) -> Result<Vec<
     Ok(out)
 }
 
-/// The identities of every build of `needed` at `commit`, built in the
-/// history worktree (memoised in `cache` by commit and build).
+/// The identities of every build of `needed` at `commit` (a full hash),
+/// built in the history worktree (memoised in `cache` by commit and build,
+/// which is saved after each build).
 fn identities_at(
     root: &Path,
     commit: &str,
     needed: &BTreeSet<(Target, String)>,
-    cache: &mut BTreeMap<(String, Target, String), BTreeMap<String, String>>,
+    cache: &mut Cache,
     multi: &MultiProgress,
 ) -> Result<BTreeMap<Target, Identities>> {
     let missing: Vec<&(Target, String)> =
@@ -227,6 +228,7 @@ fn identities_at(
             bins.get(&wt, *t, v, multi).with_context(|| format!("building {v} at {commit}"))?;
             let ids = bins.identities(*t, v).context("a build without identities")?.clone();
             cache.insert((commit.to_string(), *t, v.clone()), ids);
+            save_cache(root, cache)?;
         }
     }
     let mut out: BTreeMap<Target, Identities> = BTreeMap::new();
@@ -237,8 +239,32 @@ fn identities_at(
     Ok(out)
 }
 
+/// Where the identities built so far are kept, so that a run cut short
+/// (a session's end) resumes without building them again.
+fn cache_path(root: &Path) -> std::path::PathBuf {
+    root.join("target/history/aging-identities.json")
+}
+
+/// (commit, target, variant) of a build.
+type Build = (String, Target, String);
+/// A build's binaries → identity, by build.
+type Cache = BTreeMap<Build, BTreeMap<String, String>>;
+
+fn load_cache(root: &Path) -> Cache {
+    let Ok(text) = std::fs::read_to_string(cache_path(root)) else { return Cache::new() };
+    let rows: Vec<(Build, BTreeMap<String, String>)> = serde_json::from_str(&text).unwrap_or_default();
+    rows.into_iter().collect()
+}
+
+fn save_cache(root: &Path, cache: &Cache) -> Result<()> {
+    let rows: Vec<(&Build, &BTreeMap<String, String>)> = cache.iter().collect();
+    dataset::write_atomic(&cache_path(root), serde_json::to_string(&rows)?.as_bytes())
+}
+
 /// A [`Row`] for every commit of `commits` that ages a dataset by its
-/// sources (the others age none either way and are left out).
+/// sources (the others age none either way and are left out); each row is
+/// said as it is judged, and every build's identities kept on disk as they
+/// come, so that a run cut short resumes where it stopped.
 pub fn run(
     root: &Path,
     all: &[Dataset],
@@ -246,7 +272,7 @@ pub fn run(
     multi: &MultiProgress,
     say: &dyn Fn(String),
 ) -> Result<Vec<Row>> {
-    let mut cache = BTreeMap::new();
+    let mut cache = load_cache(root);
     let mut rows = Vec::new();
     for c in commits {
         let changed = changed_files(root, &c.hash)?;
@@ -254,13 +280,16 @@ pub fn run(
         let needed: BTreeSet<(Target, String)> =
             build.iter().flat_map(|d| d.variants().into_iter().map(|v| (d.target, v.to_string()))).collect();
         say(format!("{} {}: {} files, {} builds to compare", c.short(), c.subject, changed.len(), needed.len()));
-        let parent = identities_at(root, &format!("{}^", c.hash), &needed, &mut cache, multi)?;
+        let parent_rev = super::git(root, &["rev-parse", &format!("{}^", c.hash)])?;
+        let parent = identities_at(root, &parent_rev, &needed, &mut cache, multi)?;
         let child = identities_at(root, &c.hash, &needed, &mut cache, multi)?;
         let (before, after) = judge(all, &changed, &parent, &child);
         if before.datasets.is_empty() {
             continue;
         }
-        rows.push(Row { commit: c.clone(), files: changed.len(), before, after, builds: needed.len() });
+        let row = Row { commit: c.clone(), files: changed.len(), before, after, builds: needed.len() };
+        say(markdown(std::slice::from_ref(&row)).lines().last().unwrap_or_default().to_string());
+        rows.push(row);
     }
     Ok(rows)
 }
