@@ -63,6 +63,7 @@ pub fn datasets(data: &Path, scale: Scale) -> Result<Vec<Dataset>> {
     let mut names: Vec<String> = std::fs::read_dir(data)
         .with_context(|| format!("reading {}", data.display()))?
         .flatten()
+        .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
