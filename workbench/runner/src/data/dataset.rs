@@ -127,13 +127,11 @@ pub const FULL_SUITE_BYTES: u64 = 25_000_000;
 /// run's traces unpacked beside their archive are not stored: git ignores
 /// them ([`crate::data::traces`]).
 pub fn stored_bytes(dir: &Path) -> Result<u64> {
-    use crate::data::traces;
     use std::io::Write;
     let mut total = 0;
-    let archived = dir.join(traces::ARCHIVE).is_file();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
-        if archived && path.file_name().is_some_and(|n| n == traces::DIR) {
+        if crate::data::traces::unpacked_beside_archive(dir, &path) {
             continue;
         }
         if path.is_dir() {

@@ -159,12 +159,10 @@ pub fn restore(root: &Path, data: &Path, run: &str) -> Result<PathBuf> {
 /// The bytes of the files under `dir` that git holds: traces unpacked
 /// beside their archive are not ([`crate::data::traces`]).
 fn dir_bytes(dir: &Path) -> Result<u64> {
-    use crate::data::traces;
-    let archived = dir.join(traces::ARCHIVE).is_file();
     let mut n = 0;
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let e = e?;
-        if archived && e.file_name() == traces::DIR {
+        if crate::data::traces::unpacked_beside_archive(dir, &e.path()) {
             continue;
         }
         let t = e.file_type()?;

@@ -111,6 +111,12 @@ pub fn pack(run: &Path) -> Result<Option<PathBuf>, TracesError> {
     Ok(Some(out))
 }
 
+/// Whether `entry` of the run directory `run` is its traces unpacked beside
+/// their archive: files git ignores, which no size of what the tree holds counts.
+pub fn unpacked_beside_archive(run: &Path, entry: &Path) -> bool {
+    entry.file_name().is_some_and(|n| n == DIR) && run.join(ARCHIVE).is_file()
+}
+
 /// A run [`pack_all`] packed (or would): its directory and the bytes its
 /// traces took on disk before.
 #[derive(Debug, Clone, PartialEq)]
